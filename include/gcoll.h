@@ -1,0 +1,231 @@
+/**
+ * @file gcoll.h
+ * @brief libgcoll: GPU-aware, hierarchical collective operations over MPI.
+ *
+ * libgcoll layers topology-aware collective algorithms on top of an existing
+ * MPI communicator.  The application keeps launching processes with mpirun and
+ * keeps its MPI communicators; it wraps one in a ::gcoll_comm_t once and then
+ * calls the collectives below on host or CUDA buffers.
+ *
+ * Life of a communicator (in the manner of hwloc's init → load → destroy):
+ *
+ * @code
+ *   MPI_Init(&argc, &argv);
+ *   gcoll_comm_t comm;
+ *   gcoll_comm_create(MPI_COMM_WORLD, &comm);           // collective
+ *   gcoll_allreduce(send, recv, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
+ *   gcoll_comm_destroy(comm);                           // collective
+ *   MPI_Finalize();
+ * @endcode
+ *
+ * Errors: every call returns a ::gcoll_status_t.  On failure
+ * gcoll_last_error() returns a sentence naming what was wrong (thread-local,
+ * valid until the next failing call on the same thread); gcoll_strerror()
+ * names the status code itself.  Bad input never crashes and never hangs.
+ *
+ * Thread safety: calls on different communicators may be made concurrently
+ * from different threads provided MPI was initialised with
+ * MPI_THREAD_MULTIPLE.  Calls on one communicator must be serialised by the
+ * caller and made in the same order on every rank (as for MPI collectives).
+ *
+ * Memory: every buffer argument may be host memory or, when the library was
+ * built with CUDA, CUDA device memory; the library detects which per call.
+ * All buffers of one call must be of the same kind.
+ */
+#ifndef GCOLL_H
+#define GCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @name Version
+ *  Compile-time version; gcoll_get_version() returns the run-time one. */
+/**@{*/
+#define GCOLL_VERSION_MAJOR 0
+#define GCOLL_VERSION_MINOR 1
+#define GCOLL_VERSION_PATCH 0
+/** One integer that orders versions: major*10000 + minor*100 + patch. */
+#define GCOLL_VERSION (GCOLL_VERSION_MAJOR * 10000 + GCOLL_VERSION_MINOR * 100 + GCOLL_VERSION_PATCH)
+/** Run-time version of the library actually linked, as GCOLL_VERSION. */
+int gcoll_get_version(void);
+/**@}*/
+
+/** @name Status codes */
+/**@{*/
+typedef enum {
+    GCOLL_SUCCESS           = 0,  /**< the call completed */
+    GCOLL_ERR_INVALID_ARG   = 1,  /**< an argument is invalid; gcoll_last_error() says which */
+    GCOLL_ERR_NO_MEMORY     = 2,  /**< an allocation failed */
+    GCOLL_ERR_NOT_SUPPORTED = 3,  /**< valid request this build or machine cannot serve */
+    GCOLL_ERR_TRANSPORT     = 4,  /**< UCX, MPI or shared memory reported a failure */
+    GCOLL_ERR_TIMEOUT       = 5,  /**< peers did not arrive within GCOLL_TIMEOUT seconds */
+    GCOLL_ERR_MISMATCH      = 6,  /**< GCOLL_CHECK=1 found ranks calling different collectives */
+    GCOLL_ERR_INTERNAL      = 7,  /**< a bug in libgcoll: please report it */
+    GCOLL_STATUS_COUNT            /**< number of status codes, not a status */
+} gcoll_status_t;
+
+/** Name and meaning of a status code ("invalid argument"); never NULL. */
+const char *gcoll_strerror(gcoll_status_t status);
+
+/** Sentence describing the last failure on the calling thread, or "" if none. */
+const char *gcoll_last_error(void);
+/**@}*/
+
+/** @name Datatypes and reduction operations */
+/**@{*/
+typedef enum {
+    GCOLL_INT8 = 0, GCOLL_UINT8, GCOLL_INT32, GCOLL_UINT32, GCOLL_INT64, GCOLL_UINT64,
+    GCOLL_FLOAT16,   /**< IEEE binary16, converted in software, round-to-nearest-even */
+    GCOLL_BFLOAT16,  /**< bfloat16, converted in software, round-to-nearest-even */
+    GCOLL_FLOAT32, GCOLL_FLOAT64,
+    GCOLL_DTYPE_COUNT /**< number of datatypes, not a datatype */
+} gcoll_dtype_t;
+
+/**
+ * Reduction operations.  All are commutative.
+ *
+ * - Integer overflow wraps as two's complement, for SUM, PROD and AVG's sum.
+ * - 16-bit floats are widened to float32 for each reduction step and rounded
+ *   back (round-to-nearest-even) after it; results can therefore depend on
+ *   the algorithm's reduction order, as with NCCL.
+ * - MIN/MAX on floats: if either operand is NaN the result is NaN (NaN
+ *   propagates, like IEEE 754-2019 minimum/maximum); -0.0 and +0.0 compare
+ *   equal and either may be returned.
+ * - AVG is SUM followed by a division by the number of ranks.  For floats the
+ *   division is exact IEEE division of the (float32 for 16-bit types) sum.  For
+ *   integers it is C integer division of the wrapped sum: truncation toward
+ *   zero, so AVG of {-1, 0} over 2 ranks is 0.
+ */
+typedef enum {
+    GCOLL_SUM = 0, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG,
+    GCOLL_OP_COUNT /**< number of operations, not an operation */
+} gcoll_op_t;
+
+/** Size in bytes of one element of @p dtype, or 0 for an unknown dtype. */
+size_t gcoll_dtype_size(gcoll_dtype_t dtype);
+/** Name of @p dtype ("float32"), or "unknown". */
+const char *gcoll_dtype_name(gcoll_dtype_t dtype);
+/** Name of @p op ("sum"), or "unknown". */
+const char *gcoll_op_name(gcoll_op_t op);
+/**@}*/
+
+/** @name Communicators */
+/**@{*/
+
+/** Opaque handle of a libgcoll communicator. */
+typedef struct gcoll_comm *gcoll_comm_t;
+
+/**
+ * Wrap an MPI communicator.  Collective over @p mpi_comm.
+ *
+ * Duplicates @p mpi_comm (libgcoll's traffic never matches the application's
+ * messages), finds the node structure (MPI_COMM_TYPE_SHARED, or
+ * GCOLL_NODE_SIZE), reads the GCOLL_* environment and connects the transport.
+ *
+ * @param mpi_comm  an intra-communicator; MPI must be initialised.
+ * @param comm      out: the new handle.
+ * @return GCOLL_SUCCESS; GCOLL_ERR_INVALID_ARG for MPI_COMM_NULL, a NULL
+ *         @p comm, MPI not initialised, or a malformed GCOLL_* setting;
+ *         GCOLL_ERR_TRANSPORT if the transport cannot connect.
+ */
+gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm);
+
+/**
+ * Release a communicator.  Collective.  After it returns, @p comm is invalid:
+ * passing it to any call returns GCOLL_ERR_INVALID_ARG.
+ */
+gcoll_status_t gcoll_comm_destroy(gcoll_comm_t comm);
+
+/** Rank of the caller in @p comm (as in the wrapped MPI communicator). */
+gcoll_status_t gcoll_comm_rank(gcoll_comm_t comm, int *rank);
+/** Number of ranks in @p comm. */
+gcoll_status_t gcoll_comm_size(gcoll_comm_t comm, int *size);
+
+/** Counters since gcoll_comm_create, this rank only. */
+typedef struct {
+    uint64_t calls;                 /**< collective calls completed */
+    uint64_t bytes_sent;            /**< payload bytes this rank sent, all levels */
+    uint64_t bytes_sent_inter_node; /**< of which to ranks on other nodes */
+} gcoll_stats_t;
+
+/** Copy the counters of @p comm into @p stats. */
+gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats);
+/**@}*/
+
+/**
+ * @name Collective operations
+ *
+ * Common rules:
+ * - Blocking: the call returns when this rank's part is complete and its
+ *   buffers may be reused.  All ranks of @p comm must call the same
+ *   collective with matching count, dtype, op and root, in the same order.
+ * - @p count (or sendcount/recvcount) is in elements of @p dtype.  A count of
+ *   0 is valid and returns at once; buffers may then be NULL.
+ * - In-place follows NCCL: pass the same pointer as described per call.
+ *   Partially overlapping buffers are not allowed.
+ * - Errors (each with a sentence in gcoll_last_error()):
+ *   GCOLL_ERR_INVALID_ARG for a NULL or destroyed @p comm, a NULL buffer with
+ *   a non-zero count, an unknown dtype or op, a root outside [0, size);
+ *   GCOLL_ERR_NOT_SUPPORTED for CUDA buffers in a build without CUDA;
+ *   GCOLL_ERR_TRANSPORT, GCOLL_ERR_TIMEOUT, GCOLL_ERR_MISMATCH as above.
+ *   A collective that failed on one rank may leave the others waiting until
+ *   GCOLL_TIMEOUT expires.
+ */
+/**@{*/
+
+/**
+ * recvbuf[i] = op over ranks of sendbuf[i], on every rank.
+ * In place: sendbuf == recvbuf.
+ */
+gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
+
+/** Copy @p count elements of @p buf on @p root to @p buf on every rank. */
+gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                           gcoll_comm_t comm);
+
+/**
+ * recvbuf[i] = op over ranks of sendbuf[i], on @p root only.
+ * @p recvbuf is used on the root only (may be NULL elsewhere).
+ * In place (root): sendbuf == recvbuf.
+ */
+gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                            gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm);
+
+/**
+ * Every rank contributes @p sendcount elements; recvbuf holds size*sendcount
+ * elements, rank r's block at offset r*sendcount.
+ * In place: sendbuf == recvbuf + rank*sendcount (in elements).
+ */
+gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                               gcoll_dtype_t dtype, gcoll_comm_t comm);
+
+/**
+ * sendbuf holds size*recvcount elements; rank r receives in recvbuf the
+ * reduction over ranks of block r (elements [r*recvcount, (r+1)*recvcount)).
+ * In place: recvbuf == sendbuf + rank*recvcount (in elements).
+ */
+gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                    gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
+
+/**
+ * Block j (count elements at offset j*count) of rank i's sendbuf lands in
+ * block i of rank j's recvbuf.  Both hold size*count elements.  Not in place.
+ */
+gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                              gcoll_dtype_t dtype, gcoll_comm_t comm);
+
+/** Return only once every rank of @p comm has entered the barrier. */
+gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
+/**@}*/
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GCOLL_H */

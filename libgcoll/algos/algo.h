@@ -1,0 +1,102 @@
+/* An algorithm is a descriptor registered in one list (algos/registry.c):
+ * its name as GCOLL_ALGO spells it, the collective it serves, a cost estimate
+ * and a schedule builder.  A builder only appends steps to a schedule: it does
+ * no I/O, so the same builder runs under the host executor, the CUDA executor
+ * and the simulator, and composes (hierarchical algorithms call the flat
+ * builders on node and rail groups, on sub-ranges of the buffers). */
+#ifndef GCOLL_ALGO_H
+#define GCOLL_ALGO_H
+
+#include <stddef.h>
+#include "gcoll.h"
+#include "core/schedule.h"
+
+typedef enum {
+    GCOLL_COLL_ALLREDUCE = 0,
+    GCOLL_COLL_BCAST,
+    GCOLL_COLL_REDUCE,
+    GCOLL_COLL_ALLGATHER,
+    GCOLL_COLL_REDUCE_SCATTER,
+    GCOLL_COLL_ALLTOALL,
+    GCOLL_COLL_BARRIER,
+    GCOLL_COLL_COUNT
+} gcoll_coll_t;
+
+const char *gcoll_coll_name(gcoll_coll_t coll);
+/* GCOLL_COLL_COUNT if name is not a collective. */
+gcoll_coll_t gcoll_coll_from_name(const char *name);
+
+/* The ranks an algorithm runs over: index i of the group is communicator rank
+ * ranks[i] (identity when ranks is NULL).  me is the caller's index. */
+typedef struct {
+    int        size;
+    int        me;
+    const int *ranks;
+} gcoll_group_t;
+
+static inline int gcoll_group_rank(const gcoll_group_t *g, int i)
+{
+    return g->ranks ? g->ranks[i] : i;
+}
+
+/* What one call asks for, in the group's terms.  Sizes in elements.
+ *   allreduce:      src, dst: count elements
+ *   bcast:          dst: count elements (src == dst); root's data is its dst
+ *   reduce:         src: count; dst: count, meaningful on root only (others:
+ *                   builder uses scratch, must not touch dst)
+ *   allgather:      src: count (this rank's block); dst: size*count
+ *   reduce_scatter: src: size*count; dst: count
+ *   alltoall:       src, dst: size*count
+ *   barrier:        nothing
+ * In place: allreduce/bcast/reduce src == dst; allgather src == dst + me*count;
+ * reduce_scatter dst == src + me*count (bytes).  Builders must honour these. */
+typedef struct {
+    gcoll_coll_t coll;
+    size_t       count;
+    size_t       dt_size;
+    int          root;         /* group index (bcast, reduce) */
+    gcoll_bref_t src;
+    gcoll_bref_t dst;
+    size_t       chunk_bytes;  /* pipelining chunk; 0 = the algorithm's default */
+    int          radix;        /* tree/k-nomial radix; 0 = default */
+} gcoll_coll_args_t;
+
+typedef gcoll_status_t (*gcoll_algo_build_fn)(const gcoll_coll_args_t *args,
+                                              const gcoll_group_t *group, gcoll_sched_t *s);
+
+/* alpha-beta-gamma cost model (seconds, seconds per byte). */
+typedef struct {
+    double alpha;   /* per message latency */
+    double beta;    /* per byte transfer time */
+    double gamma;   /* per byte reduction time */
+} gcoll_cost_params_t;
+
+typedef double (*gcoll_algo_cost_fn)(const gcoll_cost_params_t *p, int nranks, size_t bytes);
+
+typedef struct gcoll_algo {
+    const char          *name;     /* GCOLL_ALGO spelling, unique per collective */
+    gcoll_coll_t         coll;
+    const char          *summary;  /* one line for gcoll_info -a */
+    gcoll_algo_build_fn  build;
+    gcoll_algo_cost_fn   cost;
+} gcoll_algo_t;
+
+/* The one list of algorithms, NULL-terminated (algos/registry.c). */
+extern const gcoll_algo_t *const gcoll_algos[];
+
+/* Algorithm of a collective by name, or NULL. */
+const gcoll_algo_t *gcoll_algo_find(gcoll_coll_t coll, const char *name);
+
+/* Build the whole schedule of one call into s: reset s, run the builder (AVG
+ * built as SUM), append the AVG division of the output, finish.  Used by the
+ * executors and the simulator alike, so both run the same schedule. */
+gcoll_status_t gcoll_algo_build(const gcoll_algo_t *algo, const gcoll_coll_args_t *args,
+                                const gcoll_group_t *group, gcoll_dtype_t dtype, gcoll_op_t op,
+                                gcoll_sched_t *s);
+
+/* Byte sizes of src and dst for args over a group of `size` ranks (used by the
+ * simulator and the tests to size buffers). */
+void gcoll_coll_buf_bytes(const gcoll_coll_args_t *args, int size, size_t *src_bytes,
+                          size_t *dst_bytes);
+
+#endif

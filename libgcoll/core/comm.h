@@ -1,0 +1,47 @@
+/* The communicator: a private duplicate of the user's MPI communicator, the
+ * node structure derived from it, the transport context, the reusable
+ * schedule and scratch, and the counters. */
+#ifndef GCOLL_COMM_H
+#define GCOLL_COMM_H
+
+#include <stdint.h>
+#include "gcoll.h"
+#include "core/schedule.h"
+#include "transport/transport.h"
+
+#define GCOLL_COMM_MAGIC 0x67636f6cu  /* "gcol" */
+
+struct gcoll_comm {
+    uint32_t              magic;
+    MPI_Comm              mpi_comm;     /* private duplicate: our traffic only */
+    int                   rank, size;
+
+    /* Topology: node index of each rank, nodes numbered by their lowest rank. */
+    int                  *node_of;      /* [size] */
+    int                   node;         /* my node */
+    int                   nnodes;
+    int                   local_rank;   /* index among my node's ranks */
+    int                   local_size;   /* ranks on my node */
+
+    const gcoll_tl_ops_t *tl;
+    void                 *tl_ctx;
+
+    uint32_t              seq;          /* collective calls posted, for tags */
+    gcoll_sched_t         sched;        /* reused by every call */
+    void                 *scratch;      /* reused scratch, grown on demand */
+    size_t                scratch_size;
+    gcoll_tl_req_t       *reqs;         /* reused request array */
+    size_t                reqs_cap;
+
+    gcoll_stats_t         stats;
+    struct gcoll_comm    *next_live;    /* registry of live communicators */
+};
+
+/* GCOLL_SUCCESS if comm is a live communicator, else GCOLL_ERR_INVALID_ARG
+ * with a sentence (NULL, destroyed, or not a gcoll communicator). */
+gcoll_status_t gcoll_comm_check(gcoll_comm_t comm);
+
+/* Scratch of at least bytes, kept in the communicator. */
+gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch);
+
+#endif

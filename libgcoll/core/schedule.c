@@ -1,0 +1,181 @@
+/* Schedule construction and the local-step interpreter shared by executors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/schedule.h"
+#include "core/reduce.h"
+#include "core/status.h"
+
+void gcoll_sched_init(gcoll_sched_t *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+void gcoll_sched_fini(gcoll_sched_t *s)
+{
+    free(s->steps);
+    free(s->round_end);
+    memset(s, 0, sizeof(*s));
+}
+
+void gcoll_sched_reset(gcoll_sched_t *s, gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    s->nsteps        = 0;
+    s->nrounds       = 0;
+    s->scratch_bytes = 0;
+    s->dtype         = dtype;
+    s->op            = op;
+    s->dt_size       = gcoll_dtype_size(dtype);
+    s->status        = GCOLL_SUCCESS;
+}
+
+/* Index where the current (open) round begins. */
+static uint32_t open_round_begin(const gcoll_sched_t *s)
+{
+    return s->nrounds ? s->round_end[s->nrounds - 1] : 0;
+}
+
+static int grow(void **arr, uint32_t *cap, size_t elem)
+{
+    uint32_t ncap = *cap ? *cap * 2 : 64;
+    void *p = realloc(*arr, (size_t)ncap * elem);
+    if (!p) return 0;
+    *arr = p;
+    *cap = ncap;
+    return 1;
+}
+
+void gcoll_sched_round(gcoll_sched_t *s)
+{
+    if (s->nsteps == open_round_begin(s)) return;   /* empty round */
+    if (s->nrounds == s->rounds_cap &&
+        !grow((void **)&s->round_end, &s->rounds_cap, sizeof(*s->round_end))) {
+        if (s->status == GCOLL_SUCCESS)
+            s->status = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot grow a schedule to %u rounds",
+                                    s->nrounds + 1);
+        return;
+    }
+    s->round_end[s->nrounds++] = s->nsteps;
+}
+
+static gcoll_step_t *append(gcoll_sched_t *s, int type, size_t bytes)
+{
+    if (bytes == 0 || s->status != GCOLL_SUCCESS) return NULL;
+    if (s->nsteps == s->steps_cap && !grow((void **)&s->steps, &s->steps_cap, sizeof(*s->steps))) {
+        s->status = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot grow a schedule to %u steps",
+                                s->nsteps + 1);
+        return NULL;
+    }
+    gcoll_step_t *st = &s->steps[s->nsteps++];
+    memset(st, 0, sizeof(*st));
+    st->type  = (uint8_t)type;
+    st->bytes = bytes;
+    return st;
+}
+
+void gcoll_sched_send(gcoll_sched_t *s, int peer, gcoll_bref_t src, size_t bytes)
+{
+    gcoll_step_t *st = append(s, GCOLL_STEP_SEND, bytes);
+    if (st) { st->peer = peer; st->src = src; }
+}
+
+void gcoll_sched_recv(gcoll_sched_t *s, int peer, gcoll_bref_t dst, size_t bytes)
+{
+    gcoll_step_t *st = append(s, GCOLL_STEP_RECV, bytes);
+    if (st) { st->peer = peer; st->dst = dst; }
+}
+
+void gcoll_sched_reduce(gcoll_sched_t *s, gcoll_bref_t dst, gcoll_bref_t a, gcoll_bref_t b,
+                        size_t bytes)
+{
+    gcoll_step_t *st = append(s, GCOLL_STEP_REDUCE, bytes);
+    if (st) { st->dst = dst; st->src = a; st->src2 = b; }
+}
+
+void gcoll_sched_copy(gcoll_sched_t *s, gcoll_bref_t dst, gcoll_bref_t src, size_t bytes)
+{
+    if (gcoll_bref_eq(dst, src)) return;   /* in place: nothing to move */
+    gcoll_step_t *st = append(s, GCOLL_STEP_COPY, bytes);
+    if (st) { st->dst = dst; st->src = src; }
+}
+
+void gcoll_sched_avg(gcoll_sched_t *s, gcoll_bref_t dst, size_t bytes, int divisor)
+{
+    gcoll_step_t *st = append(s, GCOLL_STEP_AVG, bytes);
+    if (st) { st->dst = dst; st->peer = divisor; }
+}
+
+gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes)
+{
+    size_t off = (s->scratch_bytes + 63) & ~(size_t)63;
+    s->scratch_bytes = off + bytes;
+    return gcoll_bref(GCOLL_BUF_SCRATCH, off);
+}
+
+gcoll_status_t gcoll_sched_finish(gcoll_sched_t *s)
+{
+    gcoll_sched_round(s);
+    return s->status;
+}
+
+static inline void *at(void *const bufs[GCOLL_BUF_COUNT], gcoll_bref_t r)
+{
+    return (char *)bufs[r.buf] + r.off;
+}
+
+gcoll_status_t gcoll_sched_exec_local(const gcoll_sched_t *s, const gcoll_step_t *st,
+                                      void *const bufs[GCOLL_BUF_COUNT])
+{
+    switch (st->type) {
+    case GCOLL_STEP_REDUCE:
+        return gcoll_reduce_host(at(bufs, st->dst), at(bufs, st->src), at(bufs, st->src2),
+                                 st->bytes / s->dt_size, s->dtype, s->op);
+    case GCOLL_STEP_COPY:
+        memcpy(at(bufs, st->dst), at(bufs, st->src), st->bytes);
+        return GCOLL_SUCCESS;
+    case GCOLL_STEP_AVG:
+        return gcoll_reduce_avg_host(at(bufs, st->dst), st->bytes / s->dt_size, s->dtype, st->peer);
+    default:
+        return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "step type %d is not a local step", st->type);
+    }
+}
+
+static const char *buf_name(int b)
+{
+    static const char *const names[GCOLL_BUF_COUNT] = { "send", "recv", "tmp" };
+    return (unsigned)b < GCOLL_BUF_COUNT ? names[b] : "?";
+}
+
+void gcoll_sched_dump(const gcoll_sched_t *s, int rank, void *file)
+{
+    FILE *f = file;
+    for (uint32_t r = 0; r < s->nrounds; r++) {
+        for (uint32_t i = gcoll_sched_round_begin(s, r); i < s->round_end[r]; i++) {
+            const gcoll_step_t *st = &s->steps[i];
+            fprintf(f, "rank %d round %u: ", rank, r);
+            switch (st->type) {
+            case GCOLL_STEP_SEND:
+                fprintf(f, "send %zu B %s+%zu -> %d\n", st->bytes, buf_name(st->src.buf),
+                        st->src.off, st->peer);
+                break;
+            case GCOLL_STEP_RECV:
+                fprintf(f, "recv %zu B %s+%zu <- %d\n", st->bytes, buf_name(st->dst.buf),
+                        st->dst.off, st->peer);
+                break;
+            case GCOLL_STEP_REDUCE:
+                fprintf(f, "reduce %zu B %s+%zu = %s+%zu op %s+%zu\n", st->bytes,
+                        buf_name(st->dst.buf), st->dst.off, buf_name(st->src.buf), st->src.off,
+                        buf_name(st->src2.buf), st->src2.off);
+                break;
+            case GCOLL_STEP_COPY:
+                fprintf(f, "copy %zu B %s+%zu = %s+%zu\n", st->bytes, buf_name(st->dst.buf),
+                        st->dst.off, buf_name(st->src.buf), st->src.off);
+                break;
+            case GCOLL_STEP_AVG:
+                fprintf(f, "avg %zu B %s+%zu /= %d\n", st->bytes, buf_name(st->dst.buf),
+                        st->dst.off, st->peer);
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+/* A schedule is what an algorithm builds for one rank: rounds of primitive
+ * steps over three buffers (the user's send and receive buffers and a scratch
+ * area the executor provides).
+ *
+ * Round semantics (the same in every executor and in the simulator):
+ *   1. every SEND and RECV step of the round is posted at once;
+ *   2. when all of them have completed, the local steps (REDUCE, COPY, AVG)
+ *      of the round run in the order they were added;
+ *   3. then the next round starts.
+ * So a local step may consume what its round received and may overwrite what
+ * its round sent.  The k-th message rank A sends to rank B matches the k-th
+ * receive B posts from A: builders must keep the two sides' order consistent.
+ *
+ * Builders append without checking each call: an allocation failure is kept
+ * in s->status and reported once by the caller.  Steps of zero bytes are
+ * dropped (both sides compute the same sizes, so they drop symmetrically). */
+#ifndef GCOLL_SCHEDULE_H
+#define GCOLL_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gcoll.h"
+
+typedef enum {
+    GCOLL_BUF_SEND = 0,   /* user's sendbuf (read only) */
+    GCOLL_BUF_RECV,       /* user's recvbuf (for bcast: the buffer) */
+    GCOLL_BUF_SCRATCH,    /* executor-provided, s->scratch_bytes long */
+    GCOLL_BUF_COUNT
+} gcoll_buf_id_t;
+
+/* A place in one of the three buffers, in bytes. */
+typedef struct {
+    uint8_t buf;   /* gcoll_buf_id_t */
+    size_t  off;
+} gcoll_bref_t;
+
+static inline gcoll_bref_t gcoll_bref(int buf, size_t off)
+{
+    gcoll_bref_t r = { (uint8_t)buf, off };
+    return r;
+}
+
+static inline gcoll_bref_t gcoll_bref_add(gcoll_bref_t r, size_t off)
+{
+    r.off += off;
+    return r;
+}
+
+static inline int gcoll_bref_eq(gcoll_bref_t a, gcoll_bref_t b)
+{
+    return a.buf == b.buf && a.off == b.off;
+}
+
+typedef enum {
+    GCOLL_STEP_SEND = 0,  /* send bytes at src to peer */
+    GCOLL_STEP_RECV,      /* receive bytes from peer into dst */
+    GCOLL_STEP_REDUCE,    /* dst = src op src2, bytes/dt_size elements */
+    GCOLL_STEP_COPY,      /* dst = src, bytes (no overlap unless equal: then a no-op) */
+    GCOLL_STEP_AVG,       /* dst /= divisor, bytes/dt_size elements */
+    GCOLL_STEP_TYPE_COUNT
+} gcoll_step_type_t;
+
+typedef struct {
+    uint8_t      type;     /* gcoll_step_type_t */
+    int          peer;     /* SEND/RECV: rank in the communicator; AVG: divisor */
+    size_t       bytes;
+    gcoll_bref_t dst;      /* RECV, REDUCE, COPY, AVG */
+    gcoll_bref_t src;      /* SEND, REDUCE, COPY */
+    gcoll_bref_t src2;     /* REDUCE */
+} gcoll_step_t;
+
+static inline int gcoll_step_is_comm(const gcoll_step_t *st)
+{
+    return st->type == GCOLL_STEP_SEND || st->type == GCOLL_STEP_RECV;
+}
+
+typedef struct gcoll_sched {
+    gcoll_step_t  *steps;
+    uint32_t       nsteps, steps_cap;
+    uint32_t      *round_end;     /* round r holds steps [round_end[r-1], round_end[r]) */
+    uint32_t       nrounds, rounds_cap;
+    size_t         scratch_bytes; /* scratch the executor must provide */
+    gcoll_dtype_t  dtype;
+    gcoll_op_t     op;            /* of REDUCE steps (never AVG) */
+    size_t         dt_size;
+    gcoll_status_t status;        /* sticky: first build failure */
+} gcoll_sched_t;
+
+void gcoll_sched_init(gcoll_sched_t *s);
+void gcoll_sched_fini(gcoll_sched_t *s);
+/* Empty the schedule for a new call, keeping its arrays (no malloc per call). */
+void gcoll_sched_reset(gcoll_sched_t *s, gcoll_dtype_t dtype, gcoll_op_t op);
+
+/* Close the current round; the next step starts a new one.  No-op on an empty round. */
+void gcoll_sched_round(gcoll_sched_t *s);
+
+void gcoll_sched_send(gcoll_sched_t *s, int peer, gcoll_bref_t src, size_t bytes);
+void gcoll_sched_recv(gcoll_sched_t *s, int peer, gcoll_bref_t dst, size_t bytes);
+void gcoll_sched_reduce(gcoll_sched_t *s, gcoll_bref_t dst, gcoll_bref_t a, gcoll_bref_t b,
+                        size_t bytes);
+void gcoll_sched_copy(gcoll_sched_t *s, gcoll_bref_t dst, gcoll_bref_t src, size_t bytes);
+void gcoll_sched_avg(gcoll_sched_t *s, gcoll_bref_t dst, size_t bytes, int divisor);
+
+/* Reserve bytes of scratch (64-byte aligned) and return a reference to it. */
+gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes);
+
+/* Finish building: closes the last round; returns s->status. */
+gcoll_status_t gcoll_sched_finish(gcoll_sched_t *s);
+
+/* Steps of round r. */
+static inline uint32_t gcoll_sched_round_begin(const gcoll_sched_t *s, uint32_t r)
+{
+    return r == 0 ? 0 : s->round_end[r - 1];
+}
+
+/* Run one local step on host memory; bufs[] indexed by gcoll_buf_id_t.
+ * Shared by the host executor and the simulator so both compute the same. */
+gcoll_status_t gcoll_sched_exec_local(const gcoll_sched_t *s, const gcoll_step_t *st,
+                                      void *const bufs[GCOLL_BUF_COUNT]);
+
+/* One line per step, for GCOLL_DEBUG=TRACE and for test failures. */
+void gcoll_sched_dump(const gcoll_sched_t *s, int rank, void *file /* FILE* */);
+
+#endif

@@ -1,0 +1,58 @@
+/* Point-to-point transports the executor drives: UCX (default where built)
+ * and MPI point-to-point (portable fallback).  A transport is a table of
+ * operations chosen at gcoll_comm_create; everything is nonblocking and the
+ * executor calls progress() while it waits.
+ *
+ * Matching: a message is identified by (source rank, tag) within the
+ * communicator; messages with the same source and tag match in the order they
+ * were sent (MPI's non-overtaking rule; UCX tag matching is ordered per
+ * endpoint).  The executor uses one tag per collective call. */
+#ifndef GCOLL_TRANSPORT_H
+#define GCOLL_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gcoll.h"
+
+struct gcoll_comm;
+
+/* One outstanding operation.  The transport owns h; done/status are set by
+ * progress()/test() (or a completion callback). */
+typedef struct gcoll_tl_req {
+    volatile int   done;
+    gcoll_status_t status;
+    int            peer;       /* for error messages */
+    union {
+        void    *ptr;
+        uint64_t u64[4];       /* room for an MPI_Request of any MPI */
+    } h;
+} gcoll_tl_req_t;
+
+typedef struct gcoll_tl_ops {
+    const char *name;   /* "ucx", "mpi" */
+    /* Collective over comm->mpi_comm: create the context and connect. */
+    gcoll_status_t (*init)(struct gcoll_comm *comm, void **ctx);
+    void           (*fini)(void *ctx);
+    gcoll_status_t (*isend)(void *ctx, int peer, uint32_t tag, const void *buf, size_t bytes,
+                            gcoll_tl_req_t *req);
+    gcoll_status_t (*irecv)(void *ctx, int peer, uint32_t tag, void *buf, size_t bytes,
+                            gcoll_tl_req_t *req);
+    /* Make progress on everything outstanding. */
+    gcoll_status_t (*progress)(void *ctx);
+    /* Set req->done (and req->status) if req has completed. */
+    gcoll_status_t (*test)(void *ctx, gcoll_tl_req_t *req);
+    /* Abandon an incomplete request (after a timeout).  Best effort. */
+    void           (*cancel)(void *ctx, gcoll_tl_req_t *req);
+    /* Description for gcoll_info / INFO logs, e.g. "ucx 1.13.1 (posix,cma,tcp)". */
+    const char    *(*describe)(void *ctx);
+} gcoll_tl_ops_t;
+
+extern const gcoll_tl_ops_t gcoll_tl_mpi;
+#ifdef HAVE_UCX
+extern const gcoll_tl_ops_t gcoll_tl_ucx;
+#endif
+
+/* Version string of the UCX library linked, or NULL without UCX. */
+const char *gcoll_tl_ucx_version(void);
+
+#endif
