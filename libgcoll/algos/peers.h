@@ -34,4 +34,30 @@ static inline size_t gcoll_block_off(size_t count, int n, int b)
 static inline int gcoll_rel(int i, int root, int n) { return (i - root + n) % n; }
 static inline int gcoll_abs(int rel, int root, int n) { return (rel + root) % n; }
 
+/* ceil(log2 n) for n >= 1: the rounds of a binomial tree, of dissemination
+ * and of Bruck's alltoall. */
+static inline int gcoll_log2_ceil(int n)
+{
+    int l = 0;
+    while ((1 << l) < n) l++;
+    return l;
+}
+
+/* Binomial tree over relative indices 0..n-1 rooted at 0.  rel's subtree is
+ * [rel, min(rel + span, n)), its parent rel - span, its children rel + m for
+ * the powers of two m < span (those < n).  span is rel's lowest set bit, or
+ * for the root the smallest power of two >= n. */
+static inline int gcoll_binomial_span(int rel, int n)
+{
+    return rel ? (rel & -rel) : 1 << gcoll_log2_ceil(n);
+}
+
+/* Elements per pipeline chunk: chunk_bytes (dflt when 0) rounded down to
+ * whole elements, at least one. */
+static inline size_t gcoll_chunk_elems(size_t chunk_bytes, size_t dflt, size_t dt_size)
+{
+    size_t e = (chunk_bytes ? chunk_bytes : dflt) / dt_size;
+    return e ? e : 1;
+}
+
 #endif

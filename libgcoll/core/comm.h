@@ -8,6 +8,7 @@
 #include "gcoll.h"
 #include "core/schedule.h"
 #include "transport/transport.h"
+#include "algos/algo.h"
 
 #define GCOLL_COMM_MAGIC 0x67636f6cu  /* "gcol" */
 
@@ -32,6 +33,11 @@ struct gcoll_comm {
     size_t                scratch_size;
     gcoll_tl_req_t       *reqs;         /* reused request array */
     size_t                reqs_cap;
+
+    /* Selection: algorithms forced by GCOLL_ALGO (NULL = choose), and which
+     * (collective, log2 size) decisions were already logged at INFO. */
+    const gcoll_algo_t   *forced[GCOLL_COLL_COUNT];
+    uint64_t              logged[GCOLL_COLL_COUNT];
 
     gcoll_stats_t         stats;
     struct gcoll_comm    *next_live;    /* registry of live communicators */

@@ -1,11 +1,23 @@
-/* Where a buffer lives.  Detected per call (cudaPointerGetAttributes when
- * built with CUDA and a device is present; host otherwise). */
+/* Where a buffer lives.  Detected per call: cudaPointerGetAttributes when
+ * built with CUDA and a device is present; host otherwise.  Until the CUDA
+ * executor lands, device buffers are staged through host memory with the
+ * two copy helpers below (correct, not fast; see README status). */
 #ifndef GCOLL_MEMTYPE_H
 #define GCOLL_MEMTYPE_H
+
+#include <stddef.h>
+#include "gcoll.h"
 
 typedef enum { GCOLL_MEM_HOST = 0, GCOLL_MEM_CUDA, GCOLL_MEM_COUNT } gcoll_memtype_t;
 
 gcoll_memtype_t gcoll_memtype_of(const void *ptr);
 const char *gcoll_memtype_name(gcoll_memtype_t m);
+
+/* Number of CUDA devices visible (0 without CUDA or without a GPU). */
+int gcoll_cuda_device_count(void);
+
+/* Copy between a CUDA buffer and host memory (cudaMemcpy, default stream). */
+gcoll_status_t gcoll_cuda_to_host(void *host, const void *dev, size_t bytes);
+gcoll_status_t gcoll_cuda_from_host(void *dev, const void *host, size_t bytes);
 
 #endif

@@ -3,10 +3,22 @@
  * cost model with separate intra- and inter-node parameters (so algorithms
  * can be compared at scales this machine cannot host).
  *
- * Each rank has its own send/recv buffers.  Sends are buffered eagerly;
- * a rank's round completes when all its receives have matching messages.
- * If no rank can advance the schedules are inconsistent: GCOLL_ERR_INTERNAL
- * naming the stuck ranks. */
+ * Each rank has its own send/recv buffers and its own scratch (filled with a
+ * garbage pattern, so a schedule that reads scratch it never wrote is caught
+ * by the result check).  Sends are buffered eagerly; a rank's round completes
+ * when all its receives have matching messages.  Every inconsistency is
+ * GCOLL_ERR_INTERNAL with a sentence naming ranks and rounds:
+ *   - no rank can advance while some are unfinished (deadlock),
+ *   - a matched send and receive disagree on size,
+ *   - messages are left unreceived at the end,
+ *   - a step is malformed: peer out of range, writes to the send buffer,
+ *     reaches outside a buffer of known size, partially overlapping operands.
+ *
+ * Cost model (documented in full in sim.c): every rank has a clock; a send
+ * leaves when the rank's link (one intra-node and one inter-node link per
+ * rank) has pushed out the round's earlier sends and arrives alpha later; a
+ * round's communication ends when its sends have left and its receives have
+ * arrived; local steps then cost gamma per byte. */
 #ifndef GCOLL_SIM_H
 #define GCOLL_SIM_H
 
@@ -21,25 +33,37 @@ typedef struct {
     double gamma;                     /* s/byte reduced */
 } gcoll_sim_cost_t;
 
-/* A plausible default: shared memory in a node, 200 Gb/s NIC between nodes. */
+/* A plausible default: intra-node alpha 0.5 us, 20 GB/s (shared memory /
+ * a PCIe-class GPU link); inter-node alpha 2 us, 25 GB/s (a 200 Gb/s NIC);
+ * local steps 20 GB/s (one streaming pass over memory). */
 extern const gcoll_sim_cost_t gcoll_sim_cost_default;
 
 typedef struct {
     int                   nranks;
     const int            *node_of;    /* [nranks] node index; NULL = one node */
     const gcoll_sim_cost_t *cost;     /* NULL = gcoll_sim_cost_default */
+    /* [nranks] optional sizes of sendbufs[r] / recvbufs[r]: a step reaching
+     * outside them is an error.  NULL = unchecked (a NULL buffer always
+     * counts as 0 bytes).  gcoll_sim_run_algo derives them from args when
+     * they are NULL. */
+    const size_t         *send_bytes;
+    const size_t         *recv_bytes;
     /* outputs, filled by gcoll_sim_run */
     double                time;       /* predicted completion time (max over ranks) */
     uint64_t             *bytes_sent; /* [nranks] optional */
     uint64_t             *bytes_inter;/* [nranks] optional */
 } gcoll_sim_t;
 
-/* Execute scheds[r] for every rank r with sendbufs[r] / recvbufs[r]. */
+/* Execute scheds[r] for every rank r with sendbufs[r] / recvbufs[r] (either
+ * may be NULL where the schedule does not use it).  Sets sim->time and, if
+ * given, sim->bytes_sent / sim->bytes_inter.  A schedule whose status is a
+ * build failure is returned as is. */
 gcoll_status_t gcoll_sim_run(gcoll_sim_t *sim, gcoll_sched_t *const *scheds,
                              const void *const *sendbufs, void *const *recvbufs);
 
 /* Convenience: build `algo` for every rank of a flat group of sim->nranks with
- * per-rank args (args[r]), then run.  AVG is handled as the library does. */
+ * per-rank args (args[r]), then run.  AVG is handled as the library does
+ * (gcoll_algo_build).  A builder's failure is returned as is. */
 gcoll_status_t gcoll_sim_run_algo(gcoll_sim_t *sim, const gcoll_algo_t *algo,
                                   const gcoll_coll_args_t *args, gcoll_dtype_t dtype,
                                   gcoll_op_t op, const void *const *sendbufs,

@@ -1,0 +1,254 @@
+/* Communicator life: duplicate the MPI communicator, read the configuration,
+ * find the node structure, connect the transport; and the registry of live
+ * communicators that lets every call reject a destroyed handle cleanly. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config.h"
+#include "core/comm.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/select.h"
+#include "core/status.h"
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gcoll_comm *live_head;
+
+static void live_add(struct gcoll_comm *c)
+{
+    pthread_mutex_lock(&live_lock);
+    c->next_live = live_head;
+    live_head    = c;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(struct gcoll_comm *c)
+{
+    pthread_mutex_lock(&live_lock);
+    for (struct gcoll_comm **p = &live_head; *p; p = &(*p)->next_live)
+        if (*p == c) { *p = c->next_live; break; }
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Few communicators exist at once, so a list walk per call is cheap; the
+ * point is that a stale handle is reported, never dereferenced. */
+gcoll_status_t gcoll_comm_check(gcoll_comm_t comm)
+{
+    if (!comm) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "the communicator is NULL");
+    int found = 0;
+    pthread_mutex_lock(&live_lock);
+    for (struct gcoll_comm *c = live_head; c && !found; c = c->next_live) found = (c == comm);
+    pthread_mutex_unlock(&live_lock);
+    if (!found)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                           "the communicator %p was destroyed or never created", (void *)comm);
+    return GCOLL_SUCCESS;
+}
+
+/* node_of[r] for every rank, nodes numbered densely by their lowest rank. */
+static gcoll_status_t topo_real_nodes(struct gcoll_comm *c, int *leader_of)
+{
+    MPI_Comm node_comm;
+    int leader;
+    if (MPI_Comm_split_type(c->mpi_comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
+                            &node_comm) != MPI_SUCCESS)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split_type(SHARED) failed");
+    MPI_Allreduce(&c->rank, &leader, 1, MPI_INT, MPI_MIN, node_comm);
+    MPI_Comm_free(&node_comm);
+    MPI_Allgather(&leader, 1, MPI_INT, leader_of, 1, MPI_INT, c->mpi_comm);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t topo_init(struct gcoll_comm *c)
+{
+    int *leader_of = malloc(sizeof(int) * (size_t)c->size);
+    c->node_of     = malloc(sizeof(int) * (size_t)c->size);
+    if (!leader_of || !c->node_of) {
+        free(leader_of);
+        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the node map of %d ranks", c->size);
+    }
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (gcoll_config.node_size > 0)
+        for (int r = 0; r < c->size; r++) leader_of[r] = r - r % gcoll_config.node_size;
+    else
+        st = topo_real_nodes(c, leader_of);
+    if (st == GCOLL_SUCCESS) {
+        /* leaders appear in increasing order of their first rank */
+        c->nnodes = 0;
+        for (int r = 0; r < c->size; r++) {
+            if (leader_of[r] == r) c->nnodes++;
+            c->node_of[r] = c->nnodes - 1;
+            if (leader_of[r] != r) c->node_of[r] = c->node_of[leader_of[r]];
+        }
+        c->node = c->node_of[c->rank];
+        c->local_rank = c->local_size = 0;
+        for (int r = 0; r < c->size; r++) {
+            if (c->node_of[r] != c->node) continue;
+            if (r < c->rank) c->local_rank++;
+            c->local_size++;
+        }
+    }
+    free(leader_of);
+    return st;
+}
+
+static const gcoll_tl_ops_t *tl_wanted(void)
+{
+#ifdef HAVE_UCX
+    if (gcoll_config.transport != GCOLL_TRANSPORT_MPI) return &gcoll_tl_ucx;
+#endif
+    return &gcoll_tl_mpi;
+}
+
+/* Collective: all ranks agree on the outcome, so a rank whose UCX failed does
+ * not leave the others talking UCX to it. */
+static gcoll_status_t tl_init(struct gcoll_comm *c)
+{
+#ifndef HAVE_UCX
+    if (gcoll_config.transport == GCOLL_TRANSPORT_UCX)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED,
+                           "GCOLL_TRANSPORT=ucx but libgcoll was built without UCX");
+#endif
+    const gcoll_tl_ops_t *tl = tl_wanted();
+    gcoll_status_t st = tl->init(c, &c->tl_ctx);
+    int failed = st != GCOLL_SUCCESS, any_failed = 0;
+    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, c->mpi_comm);
+    if (any_failed && !failed) tl->fini(c->tl_ctx);
+    if (any_failed && tl != &gcoll_tl_mpi && gcoll_config.transport == GCOLL_TRANSPORT_AUTO) {
+        gcoll_warn("transport %s failed to start on some rank; falling back to mpi", tl->name);
+        tl = &gcoll_tl_mpi;
+        st = tl->init(c, &c->tl_ctx);
+        failed = st != GCOLL_SUCCESS;
+        MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, c->mpi_comm);
+    }
+    if (any_failed)
+        return st != GCOLL_SUCCESS ? st
+                                   : GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
+                                                 "transport %s failed to start on another rank",
+                                                 tl->name);
+    c->tl = tl;
+    gcoll_info("transport %s", tl->describe ? tl->describe(c->tl_ctx) : tl->name);
+    return GCOLL_SUCCESS;
+}
+
+static void comm_free(struct gcoll_comm *c)
+{
+    if (c->tl) c->tl->fini(c->tl_ctx);
+    if (c->mpi_comm != MPI_COMM_NULL) MPI_Comm_free(&c->mpi_comm);
+    gcoll_sched_fini(&c->sched);
+    free(c->node_of);
+    free(c->scratch);
+    free(c->reqs);
+    c->magic = 0;
+    free(c);
+}
+
+static gcoll_status_t check_create_args(MPI_Comm mpi_comm, gcoll_comm_t *comm)
+{
+    int inited = 0, finalized = 0, inter = 0;
+    if (!comm) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_create: comm is NULL");
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                           "gcoll_comm_create: MPI is not initialised (or already finalised)");
+    if (mpi_comm == MPI_COMM_NULL)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_create: mpi_comm is MPI_COMM_NULL");
+    MPI_Comm_test_inter(mpi_comm, &inter);
+    if (inter)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                           "gcoll_comm_create: inter-communicators are not supported");
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(check_create_args(mpi_comm, comm));
+    *comm = NULL;
+    int world_rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    gcoll_log_rank = world_rank;
+
+    /* A malformed variable must fail on every rank alike: it is the same
+     * environment everywhere under mpirun, but agree explicitly anyway. */
+    gcoll_status_t st = gcoll_config_load();
+    int bad = st != GCOLL_SUCCESS, any_bad = 0;
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, mpi_comm);
+    if (any_bad)
+        return st != GCOLL_SUCCESS ? st
+                                   : GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                                                 "another rank rejected its GCOLL_* environment");
+
+    struct gcoll_comm *c = calloc(1, sizeof(*c));
+    if (!c) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a communicator");
+    c->magic    = GCOLL_COMM_MAGIC;
+    c->mpi_comm = MPI_COMM_NULL;
+    gcoll_sched_init(&c->sched);
+    if (MPI_Comm_dup(mpi_comm, &c->mpi_comm) != MPI_SUCCESS) {
+        st = GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_dup failed");
+        goto err_free;
+    }
+    MPI_Comm_rank(c->mpi_comm, &c->rank);
+    MPI_Comm_size(c->mpi_comm, &c->size);
+    if ((st = topo_init(c)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
+    gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",
+               c->size, c->nnodes, c->local_size, c->local_rank,
+               gcoll_config.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
+    live_add(c);
+    *comm = c;
+    return GCOLL_SUCCESS;
+
+err_free:
+    comm_free(c);
+    return st;
+}
+
+gcoll_status_t gcoll_comm_destroy(gcoll_comm_t comm)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(gcoll_comm_check(comm));
+    live_remove(comm);
+    comm_free(comm);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_rank(gcoll_comm_t comm, int *rank)
+{
+    GCOLL_TRY(gcoll_comm_check(comm));
+    if (!rank) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_rank: rank is NULL");
+    *rank = comm->rank;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_size(gcoll_comm_t comm, int *size)
+{
+    GCOLL_TRY(gcoll_comm_check(comm));
+    if (!size) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_size: size is NULL");
+    *size = comm->size;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats)
+{
+    GCOLL_TRY(gcoll_comm_check(comm));
+    if (!stats) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_get_stats: stats is NULL");
+    *stats = comm->stats;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch)
+{
+    if (bytes > comm->scratch_size) {
+        void *p = NULL;
+        if (posix_memalign(&p, 4096, bytes) != 0)
+            return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch", bytes);
+        free(comm->scratch);
+        comm->scratch      = p;
+        comm->scratch_size = bytes;
+    }
+    *scratch = comm->scratch;
+    return GCOLL_SUCCESS;
+}

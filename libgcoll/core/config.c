@@ -1,0 +1,120 @@
+/* The one configuration table: every GCOLL_* variable, its default, its
+ * documentation and its parser.  gcoll_info prints this table; the README's
+ * environment table is written from it. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "core/config.h"
+#include "core/log.h"
+#include "core/status.h"
+
+gcoll_config_t gcoll_config;
+
+static gcoll_status_t parse_level(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    static const char *const names[] = { "warn", "info", "trace" };
+    for (int i = 0; i < 3; i++)
+        if (strcasecmp(v, names[i]) == 0) { *(int *)field = i; return GCOLL_SUCCESS; }
+    return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected WARN, INFO or TRACE", e->name, v);
+}
+
+static gcoll_status_t parse_string(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    if (strlen(v) >= GCOLL_CONFIG_STR_MAX)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s is longer than %d characters", e->name,
+                           GCOLL_CONFIG_STR_MAX - 1);
+    strcpy(field, v);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t parse_count(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < 0 || n > 1 << 24)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected a non-negative integer",
+                           e->name, v);
+    *(int *)field = (int)n;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t parse_seconds(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    char *end;
+    errno = 0;
+    double s = strtod(v, &end);
+    if (errno || end == v || *end || !(s >= 0))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected seconds >= 0", e->name, v);
+    *(double *)field = s;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t parse_bool(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    if (!strcmp(v, "1") || !strcasecmp(v, "y") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+        *(int *)field = 1;
+    else if (!strcmp(v, "0") || !strcasecmp(v, "n") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
+        *(int *)field = 0;
+    else
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected 0 or 1", e->name, v);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t parse_transport(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    if (!strcasecmp(v, "auto")) *(int *)field = GCOLL_TRANSPORT_AUTO;
+    else if (!strcasecmp(v, "ucx")) *(int *)field = GCOLL_TRANSPORT_UCX;
+    else if (!strcasecmp(v, "mpi")) *(int *)field = GCOLL_TRANSPORT_MPI;
+    else return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected ucx, mpi or auto", e->name, v);
+    return GCOLL_SUCCESS;
+}
+
+#define FIELD(f) offsetof(gcoll_config_t, f)
+
+const gcoll_config_entry_t gcoll_config_table[] = {
+    { "GCOLL_DEBUG", "WARN",
+      "log level: WARN, INFO (topology, transport, each selection once), TRACE (every call)",
+      parse_level, FIELD(debug) },
+    { "GCOLL_ALGO", "",
+      "force algorithms per collective, e.g. allreduce=ring,bcast=binomial (names: gcoll_info -a)",
+      parse_string, FIELD(algo) },
+    { "GCOLL_TUNE_FILE", "",
+      "selection table file replacing the built-in one (format: docs/design.md)",
+      parse_string, FIELD(tune_file) },
+    { "GCOLL_NODE_SIZE", "0",
+      "treat every N consecutive ranks as one node (simulates nodes on one host); 0 = real nodes",
+      parse_count, FIELD(node_size) },
+    { "GCOLL_TRANSPORT", "auto",
+      "inter-rank transport: ucx, mpi, or auto (ucx where built)",
+      parse_transport, FIELD(transport) },
+    { "GCOLL_TIMEOUT", "0",
+      "seconds a collective waits for peers before GCOLL_ERR_TIMEOUT naming them; 0 = forever",
+      parse_seconds, FIELD(timeout) },
+    { "GCOLL_CHECK", "0",
+      "1: verify all ranks call the same collective/count/dtype/op/root (GCOLL_ERR_MISMATCH)",
+      parse_bool, FIELD(check) },
+};
+
+const size_t gcoll_config_table_size = sizeof(gcoll_config_table) / sizeof(gcoll_config_table[0]);
+
+const char *gcoll_config_value(const gcoll_config_entry_t *e)
+{
+    const char *v = getenv(e->name);
+    return v ? v : e->default_value;
+}
+
+gcoll_status_t gcoll_config_load(void)
+{
+    gcoll_config_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    for (size_t i = 0; i < gcoll_config_table_size; i++) {
+        const gcoll_config_entry_t *e = &gcoll_config_table[i];
+        GCOLL_TRY(e->parse(e, gcoll_config_value(e), (char *)&cfg + e->offset));
+    }
+    gcoll_config   = cfg;   /* all or nothing: a bad value changes nothing */
+    gcoll_log_level = cfg.debug;
+    return GCOLL_SUCCESS;
+}

@@ -1,0 +1,132 @@
+/* Host executor: runs one rank's schedule over the communicator's transport,
+ * round by round (schedule.h gives the semantics).  All operations of a round
+ * are posted nonblocking and progressed together. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/comm.h"
+#include "core/config.h"
+#include "core/executor.h"
+#include "core/log.h"
+#include "core/status.h"
+
+/* Spin this many polls before yielding the core: short enough that an
+ * oversubscribed rank hands its core to the peer it waits for quickly. */
+#define GCOLL_EXEC_SPIN_POLLS 64
+
+static gcoll_status_t reqs_reserve(struct gcoll_comm *c, size_t n)
+{
+    if (n <= c->reqs_cap) return GCOLL_SUCCESS;
+    size_t cap = c->reqs_cap ? c->reqs_cap : 16;
+    while (cap < n) cap *= 2;
+    gcoll_tl_req_t *r = realloc(c->reqs, cap * sizeof(*r));
+    if (!r) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu transport requests", cap);
+    c->reqs     = r;
+    c->reqs_cap = cap;
+    return GCOLL_SUCCESS;
+}
+
+static inline void *at(void *const bufs[GCOLL_BUF_COUNT], gcoll_bref_t r)
+{
+    return (char *)bufs[r.buf] + r.off;
+}
+
+static void count_sent(struct gcoll_comm *c, int peer, size_t bytes)
+{
+    c->stats.bytes_sent += bytes;
+    if (c->node_of[peer] != c->node) c->stats.bytes_sent_inter_node += bytes;
+}
+
+static void cancel_pending(struct gcoll_comm *c, gcoll_tl_req_t *reqs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!reqs[i].done && c->tl->cancel) c->tl->cancel(c->tl_ctx, &reqs[i]);
+}
+
+static gcoll_status_t timeout_error(struct gcoll_comm *c, gcoll_tl_req_t *reqs, size_t n)
+{
+    char peers[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof(peers) - 16; i++)
+        if (!reqs[i].done)
+            len += (size_t)snprintf(peers + len, sizeof(peers) - len, "%s%d", len ? ", " : "",
+                                    reqs[i].peer);
+    cancel_pending(c, reqs, n);
+    return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
+                       "rank %d waited more than GCOLL_TIMEOUT=%g s for rank(s) %s", c->rank,
+                       gcoll_config.timeout, peers);
+}
+
+/* Progress until every request of the round is done. */
+static gcoll_status_t wait_all(struct gcoll_comm *c, gcoll_tl_req_t *reqs, size_t n)
+{
+    size_t first_open = 0;
+    unsigned idle = 0;
+    double deadline = gcoll_config.timeout > 0 ? MPI_Wtime() + gcoll_config.timeout : 0;
+    for (;;) {
+        GCOLL_TRY(c->tl->progress(c->tl_ctx));
+        size_t before = first_open;
+        for (size_t i = first_open; i < n; i++) {
+            if (!reqs[i].done) GCOLL_TRY(c->tl->test(c->tl_ctx, &reqs[i]));
+            if (reqs[i].done && reqs[i].status != GCOLL_SUCCESS) {
+                cancel_pending(c, reqs, n);
+                return reqs[i].status;
+            }
+            if (reqs[i].done && i == first_open) first_open++;
+        }
+        while (first_open < n && reqs[first_open].done) first_open++;
+        if (first_open == n) return GCOLL_SUCCESS;
+        idle = first_open == before ? idle + 1 : 0;
+        if (idle >= GCOLL_EXEC_SPIN_POLLS) {
+            sched_yield();
+            if (deadline > 0 && (idle & 255) == 0 && MPI_Wtime() > deadline)
+                return timeout_error(c, reqs, n);
+        }
+    }
+}
+
+static gcoll_status_t post_step(struct gcoll_comm *c, const gcoll_step_t *st, uint32_t tag,
+                                void *const bufs[GCOLL_BUF_COUNT], gcoll_tl_req_t *req)
+{
+    memset(req, 0, sizeof(*req));
+    req->peer = st->peer;
+    if (st->type == GCOLL_STEP_SEND) {
+        count_sent(c, st->peer, st->bytes);
+        return c->tl->isend(c->tl_ctx, st->peer, tag, at(bufs, st->src), st->bytes, req);
+    }
+    return c->tl->irecv(c->tl_ctx, st->peer, tag, at(bufs, st->dst), st->bytes, req);
+}
+
+static gcoll_status_t run_round(struct gcoll_comm *c, const gcoll_sched_t *s, uint32_t r,
+                                uint32_t tag, void *const bufs[GCOLL_BUF_COUNT])
+{
+    uint32_t begin = gcoll_sched_round_begin(s, r), end = s->round_end[r];
+    GCOLL_TRY(reqs_reserve(c, end - begin));
+    size_t n = 0;
+    for (uint32_t i = begin; i < end; i++) {
+        if (!gcoll_step_is_comm(&s->steps[i])) continue;
+        gcoll_status_t st = post_step(c, &s->steps[i], tag, bufs, &c->reqs[n]);
+        if (st != GCOLL_SUCCESS) {
+            cancel_pending(c, c->reqs, n);
+            return st;
+        }
+        n++;
+    }
+    if (n) GCOLL_TRY(wait_all(c, c->reqs, n));
+    for (uint32_t i = begin; i < end; i++)
+        if (!gcoll_step_is_comm(&s->steps[i]))
+            GCOLL_TRY(gcoll_sched_exec_local(s, &s->steps[i], bufs));
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_exec_run(gcoll_comm_t comm, const gcoll_sched_t *s, const void *sendbuf,
+                              void *recvbuf)
+{
+    void *scratch = NULL;
+    if (s->scratch_bytes) GCOLL_TRY(gcoll_comm_scratch(comm, s->scratch_bytes, &scratch));
+    void *const bufs[GCOLL_BUF_COUNT] = { (void *)sendbuf, recvbuf, scratch };
+    uint32_t tag = comm->seq++;
+    for (uint32_t r = 0; r < s->nrounds; r++) GCOLL_TRY(run_round(comm, s, r, tag, bufs));
+    return GCOLL_SUCCESS;
+}

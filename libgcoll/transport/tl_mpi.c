@@ -1,0 +1,249 @@
+/* MPI point-to-point transport: the portable fallback.  Every operation is an
+ * MPI_Isend/MPI_Irecv on the communicator's private duplicate, so libgcoll's
+ * messages never match the application's.
+ *
+ * Progress: MPI progresses inside MPI_Test, and the executor tests every
+ * outstanding request while it waits, so progress() has nothing to add.
+ *
+ * Sizes: MPI counts are int.  A message above GCOLL_TL_MPI_MAX_COUNT bytes is
+ * described by one derived datatype (n blocks of GCOLL_TL_MPI_BLOCK bytes and
+ * a byte remainder) rather than split into several messages: it stays one
+ * request, one match, and its type signature is still `bytes` MPI_BYTEs, so
+ * the two sides match whatever datatype each side built. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/comm.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "transport/transport.h"
+
+#define GCOLL_TL_MPI_MAX_COUNT ((size_t)INT_MAX)
+#define GCOLL_TL_MPI_BLOCK     ((size_t)1 << 30)
+
+typedef struct {
+    MPI_Comm comm;
+    int      tag_mask;      /* largest 2^k-1 <= MPI_TAG_UB: same on every rank */
+    char     desc[96];
+} gcoll_tl_mpi_ctx_t;
+
+/* What a request keeps in req->h. */
+typedef struct {
+    MPI_Request mreq;
+    size_t      bytes;      /* expected size of a receive, for a clear mismatch error */
+    int         is_recv;
+} gcoll_tl_mpi_req_t;
+
+_Static_assert(sizeof(gcoll_tl_mpi_req_t) <= sizeof(((gcoll_tl_req_t *)0)->h),
+               "MPI request state must fit in gcoll_tl_req_t.h");
+
+static inline gcoll_tl_mpi_req_t *gcoll_tl_mpi_req(gcoll_tl_req_t *req)
+{
+    return (gcoll_tl_mpi_req_t *)(void *)&req->h;
+}
+
+static gcoll_status_t gcoll_tl_mpi_error(int rc, const char *what, int peer)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) {
+        snprintf(msg, sizeof(msg), "MPI error %d", rc);
+    }
+    return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "mpi %s with rank %d failed: %s", what, peer, msg);
+}
+
+static int gcoll_tl_mpi_tag_mask(MPI_Comm comm)
+{
+    int *ub = NULL, flag = 0, mask = 0x7fff;   /* MPI guarantees MPI_TAG_UB >= 32767 */
+
+    if (MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub) {
+        while (mask < INT_MAX / 2 && ((mask << 1) | 1) <= *ub) {
+            mask = (mask << 1) | 1;
+        }
+    }
+    return mask;
+}
+
+static gcoll_status_t gcoll_tl_mpi_init(struct gcoll_comm *comm, void **ctx)
+{
+    gcoll_tl_mpi_ctx_t *c = calloc(1, sizeof(*c));
+    int version, subversion;
+
+    if (c == NULL) {
+        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the mpi transport context");
+    }
+    c->comm     = comm->mpi_comm;
+    c->tag_mask = gcoll_tl_mpi_tag_mask(c->comm);
+    MPI_Get_version(&version, &subversion);
+    snprintf(c->desc, sizeof(c->desc), "mpi %d.%d point-to-point (tag mask 0x%x)", version,
+             subversion, c->tag_mask);
+    gcoll_info("transport: %s", c->desc);
+    *ctx = c;
+    return GCOLL_SUCCESS;
+}
+
+static void gcoll_tl_mpi_fini(void *ctx)
+{
+    /* Nothing to disconnect: the communicator owns mpi_comm. */
+    free(ctx);
+}
+
+/* Datatype and count describing `bytes` contiguous bytes with an int count.
+ * *dtype is MPI_BYTE, or a committed type the caller frees after posting
+ * (freeing a datatype does not affect operations already posted with it). */
+static int gcoll_tl_mpi_type(size_t bytes, MPI_Datatype *dtype, int *count)
+{
+    size_t nblocks = bytes / GCOLL_TL_MPI_BLOCK;
+    int blens[2] = { (int)nblocks, (int)(bytes % GCOLL_TL_MPI_BLOCK) };
+    MPI_Aint displs[2] = { 0, (MPI_Aint)(nblocks * GCOLL_TL_MPI_BLOCK) };
+    MPI_Datatype types[2] = { MPI_DATATYPE_NULL, MPI_BYTE };
+    int rc;
+
+    *dtype = MPI_BYTE;
+    *count = (int)bytes;
+    if (bytes <= GCOLL_TL_MPI_MAX_COUNT) {
+        return MPI_SUCCESS;
+    }
+    rc = MPI_Type_contiguous((int)GCOLL_TL_MPI_BLOCK, MPI_BYTE, &types[0]);
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Type_create_struct(2, blens, displs, types, dtype);
+        MPI_Type_free(&types[0]);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Type_commit(dtype);
+    }
+    *count = 1;
+    return rc;
+}
+
+static gcoll_status_t gcoll_tl_mpi_post(gcoll_tl_mpi_ctx_t *c, int peer, uint32_t tag,
+                                        void *buf, size_t bytes, int is_recv,
+                                        gcoll_tl_req_t *req)
+{
+    gcoll_tl_mpi_req_t *m = gcoll_tl_mpi_req(req);
+    int mtag = (int)(tag & (uint32_t)c->tag_mask);
+    MPI_Datatype dtype;
+    int count, rc;
+
+    req->done    = 0;
+    req->status  = GCOLL_SUCCESS;
+    req->peer    = peer;
+    m->bytes     = bytes;
+    m->is_recv   = is_recv;
+    m->mreq      = MPI_REQUEST_NULL;
+    rc = gcoll_tl_mpi_type(bytes, &dtype, &count);
+    if (rc == MPI_SUCCESS) {
+        rc = is_recv ? MPI_Irecv(buf, count, dtype, peer, mtag, c->comm, &m->mreq)
+                     : MPI_Isend(buf, count, dtype, peer, mtag, c->comm, &m->mreq);
+    }
+    if (dtype != MPI_BYTE) {
+        MPI_Type_free(&dtype);
+    }
+    if (rc != MPI_SUCCESS) {
+        req->done   = 1;
+        req->status = gcoll_tl_mpi_error(rc, is_recv ? "receive" : "send", peer);
+        return req->status;
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t gcoll_tl_mpi_isend(void *ctx, int peer, uint32_t tag, const void *buf,
+                                         size_t bytes, gcoll_tl_req_t *req)
+{
+    /* MPI-3 made the send buffer const; the cast only feeds the shared helper. */
+    return gcoll_tl_mpi_post(ctx, peer, tag, (void *)buf, bytes, 0, req);
+}
+
+static gcoll_status_t gcoll_tl_mpi_irecv(void *ctx, int peer, uint32_t tag, void *buf,
+                                         size_t bytes, gcoll_tl_req_t *req)
+{
+    return gcoll_tl_mpi_post(ctx, peer, tag, buf, bytes, 1, req);
+}
+
+static gcoll_status_t gcoll_tl_mpi_progress(void *ctx)
+{
+    (void)ctx;
+    return GCOLL_SUCCESS;
+}
+
+/* A receive must get exactly the bytes it asked for: a shorter message means
+ * the two ranks built different schedules. */
+static gcoll_status_t gcoll_tl_mpi_check_count(gcoll_tl_req_t *req, MPI_Status *st)
+{
+    gcoll_tl_mpi_req_t *m = gcoll_tl_mpi_req(req);
+    int got = 0;
+
+    if (!m->is_recv || m->bytes > GCOLL_TL_MPI_MAX_COUNT) {
+        return GCOLL_SUCCESS;
+    }
+    MPI_Get_count(st, MPI_BYTE, &got);
+    if ((size_t)got != m->bytes) {
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
+                           "mpi receive from rank %d got %d bytes where %zu were expected",
+                           req->peer, got, m->bytes);
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t gcoll_tl_mpi_test(void *ctx, gcoll_tl_req_t *req)
+{
+    gcoll_tl_mpi_req_t *m = gcoll_tl_mpi_req(req);
+    MPI_Status st;
+    int flag = 0, rc;
+
+    (void)ctx;
+    if (req->done) {
+        return req->status;
+    }
+    rc = MPI_Test(&m->mreq, &flag, &st);
+    if (rc != MPI_SUCCESS) {
+        /* Only with MPI_ERRORS_RETURN on the communicator (e.g. truncation). */
+        req->status = gcoll_tl_mpi_error(rc, m->is_recv ? "receive" : "send", req->peer);
+        req->done   = 1;
+        return req->status;
+    }
+    if (flag) {
+        req->status = gcoll_tl_mpi_check_count(req, &st);
+        req->done   = 1;
+    }
+    return req->status;
+}
+
+static void gcoll_tl_mpi_cancel(void *ctx, gcoll_tl_req_t *req)
+{
+    gcoll_tl_mpi_req_t *m = gcoll_tl_mpi_req(req);
+
+    (void)ctx;
+    if (req->done || m->mreq == MPI_REQUEST_NULL) {
+        return;
+    }
+    /* Freeing an active request is legal: MPI completes or cancels it in the
+     * background and never touches req again. */
+    MPI_Cancel(&m->mreq);
+    MPI_Request_free(&m->mreq);
+    req->done   = 1;
+    req->status = GCOLL_ERR_TIMEOUT;
+}
+
+static const char *gcoll_tl_mpi_describe(void *ctx)
+{
+    return ((gcoll_tl_mpi_ctx_t *)ctx)->desc;
+}
+
+const gcoll_tl_ops_t gcoll_tl_mpi = {
+    .name     = "mpi",
+    .init     = gcoll_tl_mpi_init,
+    .fini     = gcoll_tl_mpi_fini,
+    .isend    = gcoll_tl_mpi_isend,
+    .irecv    = gcoll_tl_mpi_irecv,
+    .progress = gcoll_tl_mpi_progress,
+    .test     = gcoll_tl_mpi_test,
+    .cancel   = gcoll_tl_mpi_cancel,
+    .describe = gcoll_tl_mpi_describe,
+};
