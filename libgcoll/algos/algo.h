@@ -32,6 +32,7 @@ typedef struct {
     int        size;
     int        me;
     const int *ranks;
+    const int *node_of;   /* node index of each group index; NULL = one node */
 } gcoll_group_t;
 
 static inline int gcoll_group_rank(const gcoll_group_t *g, int i)
@@ -59,8 +60,17 @@ typedef struct {
     gcoll_bref_t dst;
     size_t       chunk_bytes;  /* pipelining chunk; 0 = the algorithm's default */
     int          radix;        /* tree/k-nomial radix; 0 = default */
+    unsigned     flags;        /* GCOLL_ARGS_* */
 } gcoll_coll_args_t;
 
+/* The executor can run NODE steps (a shared-memory segment exists).  Without
+ * it, algorithms that need NODE steps return GCOLL_ERR_NOT_SUPPORTED. */
+#define GCOLL_ARGS_NODE_STEPS 0x1u
+
+/* A builder that cannot serve a call (e.g. a hierarchical algorithm on one
+ * node without shared memory) returns GCOLL_ERR_NOT_SUPPORTED with a sentence
+ * saying why; the caller then falls back to the default flat algorithm with a
+ * WARN, so a forced algorithm never produces a wrong result. */
 typedef gcoll_status_t (*gcoll_algo_build_fn)(const gcoll_coll_args_t *args,
                                               const gcoll_group_t *group, gcoll_sched_t *s);
 

@@ -60,4 +60,41 @@ static inline size_t gcoll_chunk_elems(size_t chunk_bytes, size_t dflt, size_t d
     return e ? e : 1;
 }
 
+/* Non-power-of-two fold (recursive doubling/halving): of n ranks, the first
+ * 2*(n - p2) indices pair up, p2 = gcoll_pow2_floor(n); the even index of each
+ * pair hands its data to the odd one (index + 1) and sits out until it gets the
+ * result back.  The other p2 indices take part in the power-of-two algorithm
+ * as "virtual ranks" 0..p2-1, in increasing order of index.
+ * Virtual rank of index i, or -1 if i sits out. */
+static inline int gcoll_fold_vrank(int i, int n)
+{
+    int r = n - gcoll_pow2_floor(n);
+    if (i < 2 * r) return (i % 2) ? i / 2 : -1;
+    return i - r;
+}
+
+/* Index of virtual rank v (inverse of gcoll_fold_vrank). */
+static inline int gcoll_fold_rank(int v, int n)
+{
+    int r = n - gcoll_pow2_floor(n);
+    return v < r ? 2 * v + 1 : v + r;
+}
+
+/* First index virtual rank v stands for (its partner that sits out, if any);
+ * v == p2 gives n, so v stands for [gcoll_fold_first(v), gcoll_fold_first(v+1)). */
+static inline int gcoll_fold_first(int v, int n)
+{
+    int r = n - gcoll_pow2_floor(n);
+    return v < r ? 2 * v : v + r;
+}
+
+/* Software pipelining of nseg independent segments that each take len rounds:
+ * segment g starts one round after segment g-1, at most depth (<= len) in
+ * flight, so segment g may reuse the resources of segment g - depth.
+ * First round of segment g; non-decreasing in g. */
+static inline size_t gcoll_pipe_start(size_t g, int depth, int len)
+{
+    return (g / (size_t)depth) * (size_t)len + g % (size_t)depth;
+}
+
 #endif

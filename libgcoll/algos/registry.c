@@ -22,6 +22,19 @@ extern const gcoll_algo_t gcoll_algo_reduce_scatter_rhalving;
 extern const gcoll_algo_t gcoll_algo_alltoall_pairwise;
 extern const gcoll_algo_t gcoll_algo_alltoall_bruck;
 extern const gcoll_algo_t gcoll_algo_barrier_dissemination;
+extern const gcoll_algo_t gcoll_algo_allreduce_shm;
+extern const gcoll_algo_t gcoll_algo_allreduce_hier;
+extern const gcoll_algo_t gcoll_algo_allreduce_hier_leader;
+extern const gcoll_algo_t gcoll_algo_bcast_shm;
+extern const gcoll_algo_t gcoll_algo_bcast_hier;
+extern const gcoll_algo_t gcoll_algo_reduce_shm;
+extern const gcoll_algo_t gcoll_algo_reduce_hier;
+extern const gcoll_algo_t gcoll_algo_allgather_shm;
+extern const gcoll_algo_t gcoll_algo_allgather_hier;
+extern const gcoll_algo_t gcoll_algo_reduce_scatter_shm;
+extern const gcoll_algo_t gcoll_algo_reduce_scatter_hier;
+extern const gcoll_algo_t gcoll_algo_barrier_shm;
+extern const gcoll_algo_t gcoll_algo_barrier_hier;
 
 const gcoll_algo_t *const gcoll_algos[] = {
     &gcoll_algo_allreduce_ring,
@@ -40,6 +53,20 @@ const gcoll_algo_t *const gcoll_algos[] = {
     &gcoll_algo_alltoall_pairwise,
     &gcoll_algo_alltoall_bruck,
     &gcoll_algo_barrier_dissemination,
+    /* node-aware: NODE steps through shared memory (algos/hier/) */
+    &gcoll_algo_allreduce_shm,
+    &gcoll_algo_allreduce_hier,
+    &gcoll_algo_allreduce_hier_leader,
+    &gcoll_algo_bcast_shm,
+    &gcoll_algo_bcast_hier,
+    &gcoll_algo_reduce_shm,
+    &gcoll_algo_reduce_hier,
+    &gcoll_algo_allgather_shm,
+    &gcoll_algo_allgather_hier,
+    &gcoll_algo_reduce_scatter_shm,
+    &gcoll_algo_reduce_scatter_hier,
+    &gcoll_algo_barrier_shm,
+    &gcoll_algo_barrier_hier,
     NULL
 };
 

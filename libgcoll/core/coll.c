@@ -114,16 +114,32 @@ static void map_buffers(gcoll_comm_t comm, const call_t *k, gcoll_coll_args_t *a
     }
 }
 
+static gcoll_status_t build(gcoll_comm_t comm, const call_t *k, const gcoll_algo_t *algo,
+                            const gcoll_coll_args_t *a)
+{
+    gcoll_group_t world = { comm->size, comm->rank, NULL, comm->node_of };
+    return gcoll_algo_build(algo, a, &world, k->dtype, k->op, &comm->sched);
+}
+
 static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
 {
     gcoll_coll_args_t a = { .coll = k->coll, .count = k->count,
-                            .dt_size = gcoll_dtype_size(k->dtype), .root = k->root };
+                            .dt_size = gcoll_dtype_size(k->dtype), .root = k->root,
+                            .flags = comm->shm ? GCOLL_ARGS_NODE_STEPS : 0 };
     const void *send;
     void *recv;
     map_buffers(comm, k, &a, &send, &recv);
     const gcoll_algo_t *algo = gcoll_select(comm, &a);
-    gcoll_group_t world = { comm->size, comm->rank, NULL };
-    GCOLL_TRY(gcoll_algo_build(algo, &a, &world, k->dtype, k->op, &comm->sched));
+    gcoll_status_t st = build(comm, k, algo, &a);
+    if (st == GCOLL_ERR_NOT_SUPPORTED) {
+        /* every rank sees the same shape and declines alike */
+        const gcoll_algo_t *fallback = gcoll_select_fallback(comm, &a);
+        gcoll_warn("%s: %s; using %s instead", k->fn, gcoll_last_error(), fallback->name);
+        gcoll_error_clear();
+        algo = fallback;
+        st = build(comm, k, algo, &a);
+    }
+    GCOLL_TRY(st);
     gcoll_trace("%s count=%zu dtype=%s op=%s root=%d: %s, %u rounds, %u steps", k->fn, k->count,
                 gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), k->root, algo->name,
                 comm->sched.nrounds, comm->sched.nsteps);

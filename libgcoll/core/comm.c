@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/select.h"
 #include "core/status.h"
+#include "shm/shm.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gcoll_comm *live_head;
@@ -59,6 +60,40 @@ static gcoll_status_t topo_real_nodes(struct gcoll_comm *c, int *leader_of)
     return GCOLL_SUCCESS;
 }
 
+static void topo_shape(struct gcoll_comm *c)
+{
+    int *count = calloc((size_t)c->nnodes, sizeof(int));
+    c->nodes_uniform = c->nodes_contiguous = 1;
+    for (int r = 0; r < c->size; r++) {
+        if (count) count[c->node_of[r]]++;
+        if (r && c->node_of[r] != c->node_of[r - 1] && c->node_of[r] != c->node_of[r - 1] + 1)
+            c->nodes_contiguous = 0;
+        if (r && c->node_of[r] < c->node_of[r - 1]) c->nodes_contiguous = 0;
+    }
+    for (int k = 0; count && k < c->nnodes; k++)
+        if (count[k] != count[0]) c->nodes_uniform = 0;
+    free(count);
+}
+
+/* The node's shared segment.  Every rank of the communicator must agree on
+ * whether NODE steps exist (algorithm choice depends on it), so a failure on
+ * any node turns them off everywhere, with a WARN. */
+static gcoll_status_t shm_init(struct gcoll_comm *c)
+{
+    if (MPI_Comm_split(c->mpi_comm, c->node, c->rank, &c->node_comm) != MPI_SUCCESS)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split by node failed");
+    gcoll_status_t st = gcoll_shm_create(c->node_comm, &c->shm);
+    int ok = st == GCOLL_SUCCESS, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
+    if (!all_ok) {
+        if (ok) gcoll_shm_destroy(c->shm);
+        c->shm = NULL;
+        gcoll_warn("no shared-memory segment on %s node: intra-node steps use the transport (%s)",
+                   ok ? "another" : "this", ok ? "see that rank's log" : gcoll_last_error());
+    }
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t topo_init(struct gcoll_comm *c)
 {
     int *leader_of = malloc(sizeof(int) * (size_t)c->size);
@@ -81,6 +116,7 @@ static gcoll_status_t topo_init(struct gcoll_comm *c)
             if (leader_of[r] != r) c->node_of[r] = c->node_of[leader_of[r]];
         }
         c->node = c->node_of[c->rank];
+        topo_shape(c);
         c->local_rank = c->local_size = 0;
         for (int r = 0; r < c->size; r++) {
             if (c->node_of[r] != c->node) continue;
@@ -133,6 +169,8 @@ static gcoll_status_t tl_init(struct gcoll_comm *c)
 
 static void comm_free(struct gcoll_comm *c)
 {
+    if (c->shm) gcoll_shm_destroy(c->shm);
+    if (c->node_comm != MPI_COMM_NULL) MPI_Comm_free(&c->node_comm);
     if (c->tl) c->tl->fini(c->tl_ctx);
     if (c->mpi_comm != MPI_COMM_NULL) MPI_Comm_free(&c->mpi_comm);
     gcoll_sched_fini(&c->sched);
@@ -184,6 +222,7 @@ gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
     if (!c) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a communicator");
     c->magic    = GCOLL_COMM_MAGIC;
     c->mpi_comm = MPI_COMM_NULL;
+    c->node_comm = MPI_COMM_NULL;
     gcoll_sched_init(&c->sched);
     if (MPI_Comm_dup(mpi_comm, &c->mpi_comm) != MPI_SUCCESS) {
         st = GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_dup failed");
@@ -192,6 +231,7 @@ gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
     MPI_Comm_rank(c->mpi_comm, &c->rank);
     MPI_Comm_size(c->mpi_comm, &c->size);
     if ((st = topo_init(c)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = shm_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
     gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",

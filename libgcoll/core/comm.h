@@ -23,6 +23,10 @@ struct gcoll_comm {
     int                   nnodes;
     int                   local_rank;   /* index among my node's ranks */
     int                   local_size;   /* ranks on my node */
+    int                   nodes_uniform;    /* every node holds local_size ranks */
+    int                   nodes_contiguous; /* each node's ranks are consecutive */
+    MPI_Comm              node_comm;    /* my node's ranks, ordered by rank */
+    struct gcoll_shm     *shm;          /* node segment for NODE steps, or NULL */
 
     const gcoll_tl_ops_t *tl;
     void                 *tl_ctx;

@@ -10,6 +10,8 @@
 #include "core/executor.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "algos/algo.h"
+#include "shm/shm.h"
 
 /* Spin this many polls before yielding the core: short enough that an
  * oversubscribed rank hands its core to the peer it waits for quickly. */
@@ -98,6 +100,47 @@ static gcoll_status_t post_step(struct gcoll_comm *c, const gcoll_step_t *st, ui
     return c->tl->irecv(c->tl_ctx, st->peer, tag, at(bufs, st->dst), st->bytes, req);
 }
 
+/* A NODE step: the node's ranks run one collective through the shared
+ * segment.  Bytes this rank exposes to its node count as sent, intra-node. */
+static gcoll_status_t run_node_step(struct gcoll_comm *c, const gcoll_sched_t *s,
+                                    const gcoll_step_t *st, void *const bufs[GCOLL_BUF_COUNT])
+{
+    struct gcoll_shm *shm = c->shm;
+    void *dst = at(bufs, st->dst);
+    const void *src = at(bufs, st->src);
+    size_t count = st->bytes / s->dt_size;
+    if (!shm) return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "NODE step without a shared segment");
+    switch (st->node_coll) {
+    case GCOLL_COLL_ALLREDUCE:
+        c->stats.bytes_sent += st->bytes;
+        return gcoll_shm_allreduce(shm, src, dst, count, s->dtype, s->op);
+    case GCOLL_COLL_REDUCE_SCATTER:
+        c->stats.bytes_sent += st->bytes;
+        return gcoll_shm_reduce_scatter(shm, src, dst, count, s->dtype, s->op);
+    case GCOLL_COLL_ALLGATHER:
+        c->stats.bytes_sent += st->bytes / (size_t)c->local_size;
+        return gcoll_shm_allgather(shm, src, dst, count, s->dt_size);
+    case GCOLL_COLL_BCAST:
+        if (c->local_rank == st->peer) c->stats.bytes_sent += st->bytes;
+        return gcoll_shm_bcast(shm, dst, st->bytes, st->peer);
+    case GCOLL_COLL_REDUCE:
+        c->stats.bytes_sent += st->bytes;
+        return gcoll_shm_reduce(shm, src, dst, count, s->dtype, s->op, st->peer);
+    case GCOLL_COLL_BARRIER:
+        return gcoll_shm_barrier(shm);
+    default:
+        return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "NODE step of unknown collective %d",
+                           st->node_coll);
+    }
+}
+
+static gcoll_status_t run_local(struct gcoll_comm *c, const gcoll_sched_t *s,
+                                const gcoll_step_t *st, void *const bufs[GCOLL_BUF_COUNT])
+{
+    if (gcoll_step_is_node(st)) return run_node_step(c, s, st, bufs);
+    return gcoll_sched_exec_local(s, st, bufs);
+}
+
 static gcoll_status_t run_round(struct gcoll_comm *c, const gcoll_sched_t *s, uint32_t r,
                                 uint32_t tag, void *const bufs[GCOLL_BUF_COUNT])
 {
@@ -116,7 +159,7 @@ static gcoll_status_t run_round(struct gcoll_comm *c, const gcoll_sched_t *s, ui
     if (n) GCOLL_TRY(wait_all(c, c->reqs, n));
     for (uint32_t i = begin; i < end; i++)
         if (!gcoll_step_is_comm(&s->steps[i]))
-            GCOLL_TRY(gcoll_sched_exec_local(s, &s->steps[i], bufs));
+            GCOLL_TRY(run_local(c, s, &s->steps[i], bufs));
     return GCOLL_SUCCESS;
 }
 

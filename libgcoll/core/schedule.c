@@ -105,6 +105,13 @@ void gcoll_sched_avg(gcoll_sched_t *s, gcoll_bref_t dst, size_t bytes, int divis
     if (st) { st->dst = dst; st->peer = divisor; }
 }
 
+void gcoll_sched_node(gcoll_sched_t *s, int node_coll, gcoll_bref_t dst, gcoll_bref_t src,
+                      size_t bytes, int root)
+{
+    gcoll_step_t *st = append(s, GCOLL_STEP_NODE, bytes);
+    if (st) { st->node_coll = (uint8_t)node_coll; st->dst = dst; st->src = src; st->peer = root; }
+}
+
 gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes)
 {
     size_t off = (s->scratch_bytes + 63) & ~(size_t)63;
@@ -174,6 +181,11 @@ void gcoll_sched_dump(const gcoll_sched_t *s, int rank, void *file)
             case GCOLL_STEP_AVG:
                 fprintf(f, "avg %zu B %s+%zu /= %d\n", st->bytes, buf_name(st->dst.buf),
                         st->dst.off, st->peer);
+                break;
+            case GCOLL_STEP_NODE:
+                fprintf(f, "node coll %d %zu B %s+%zu <- %s+%zu root %d\n", st->node_coll,
+                        st->bytes, buf_name(st->dst.buf), st->dst.off, buf_name(st->src.buf),
+                        st->src.off, st->peer);
                 break;
             }
         }

@@ -57,17 +57,36 @@ typedef enum {
     GCOLL_STEP_REDUCE,    /* dst = src op src2, bytes/dt_size elements */
     GCOLL_STEP_COPY,      /* dst = src, bytes (no overlap unless equal: then a no-op) */
     GCOLL_STEP_AVG,       /* dst /= divisor, bytes/dt_size elements */
+    GCOLL_STEP_NODE,      /* a collective among the ranks of this node (see below) */
     GCOLL_STEP_TYPE_COUNT
 } gcoll_step_type_t;
 
+/* NODE steps: a blocking collective over all ranks of the caller's node
+ * (ordered by communicator rank), run through shared memory by the host
+ * executor and exactly emulated by the simulator.  node_coll says which:
+ *   ALLREDUCE       src, dst: bytes
+ *   REDUCE_SCATTER  src: bytes; dst: this rank's block of the node-local block
+ *                   partition (peers.h gcoll_block_off/len over local ranks)
+ *   ALLGATHER       src: own block of that partition; dst: bytes
+ *   BCAST           dst: bytes, from local rank `peer`
+ *   REDUCE          src: bytes; dst on local rank `peer` only
+ *   BARRIER         nothing (bytes is 1 so the step is kept)
+ * A NODE step is a local step: it runs after its round's comms completed. */
 typedef struct {
     uint8_t      type;     /* gcoll_step_type_t */
-    int          peer;     /* SEND/RECV: rank in the communicator; AVG: divisor */
+    uint8_t      node_coll;/* NODE: gcoll_coll_t */
+    int          peer;     /* SEND/RECV: rank in the communicator; AVG: divisor;
+                              NODE: root's local rank */
     size_t       bytes;
     gcoll_bref_t dst;      /* RECV, REDUCE, COPY, AVG */
     gcoll_bref_t src;      /* SEND, REDUCE, COPY */
     gcoll_bref_t src2;     /* REDUCE */
 } gcoll_step_t;
+
+static inline int gcoll_step_is_node(const gcoll_step_t *st)
+{
+    return st->type == GCOLL_STEP_NODE;
+}
 
 static inline int gcoll_step_is_comm(const gcoll_step_t *st)
 {
@@ -100,6 +119,9 @@ void gcoll_sched_reduce(gcoll_sched_t *s, gcoll_bref_t dst, gcoll_bref_t a, gcol
                         size_t bytes);
 void gcoll_sched_copy(gcoll_sched_t *s, gcoll_bref_t dst, gcoll_bref_t src, size_t bytes);
 void gcoll_sched_avg(gcoll_sched_t *s, gcoll_bref_t dst, size_t bytes, int divisor);
+/* node_coll is a gcoll_coll_t (algos/algo.h); root is a local rank. */
+void gcoll_sched_node(gcoll_sched_t *s, int node_coll, gcoll_bref_t dst, gcoll_bref_t src,
+                      size_t bytes, int root);
 
 /* Reserve bytes of scratch (64-byte aligned) and return a reference to it. */
 gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes);

@@ -43,7 +43,9 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
     return parse_forced(comm, gcoll_config.algo);
 }
 
-static const char *pick(gcoll_coll_t coll, size_t bytes, size_t block, int size)
+/* Flat rules: log(P)-round algorithms while alpha dominates, bandwidth-
+ * optimal ones once beta does. */
+static const char *pick_flat(gcoll_coll_t coll, size_t bytes, size_t block, int size)
 {
     int pow2 = (size & (size - 1)) == 0;
     switch (coll) {
@@ -59,6 +61,40 @@ static const char *pick(gcoll_coll_t coll, size_t bytes, size_t block, int size)
     }
 }
 
+/* With a shared segment: one node uses it directly; several nodes use the
+ * two-level algorithms (the leader form for small allreduces, where one
+ * inter-node round trip matters more than bandwidth). */
+static const char *pick(gcoll_comm_t c, gcoll_coll_t coll, size_t bytes, size_t block)
+{
+    if (!c->shm || coll == GCOLL_COLL_ALLTOALL || c->size == 1)
+        return pick_flat(coll, bytes, block, c->size);
+    if (c->nnodes == 1) return "shm";
+    if (c->local_size == 1 && c->nodes_uniform) return pick_flat(coll, bytes, block, c->size);
+    int regular = c->nodes_uniform && c->nodes_contiguous;
+    switch (coll) {
+    case GCOLL_COLL_ALLREDUCE:
+        return bytes <= 16384 || !c->nodes_uniform ? "hier_leader" : "hier";
+    case GCOLL_COLL_ALLGATHER:
+    case GCOLL_COLL_REDUCE_SCATTER:
+        return regular ? "hier" : pick_flat(coll, bytes, block, c->size);
+    default:
+        return "hier";
+    }
+}
+
+static size_t call_bytes(gcoll_comm_t comm, const gcoll_coll_args_t *args)
+{
+    size_t src, dst;
+    gcoll_coll_buf_bytes(args, comm->size, &src, &dst);
+    return src > dst ? src : dst;
+}
+
+const gcoll_algo_t *gcoll_select_fallback(gcoll_comm_t comm, const gcoll_coll_args_t *args)
+{
+    return gcoll_algo_find(args->coll, pick_flat(args->coll, call_bytes(comm, args),
+                                                 args->count * args->dt_size, comm->size));
+}
+
 static int size_class(size_t bytes)
 {
     int k = 0;
@@ -68,14 +104,11 @@ static int size_class(size_t bytes)
 
 const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args)
 {
-    size_t src, dst;
-    gcoll_coll_buf_bytes(args, comm->size, &src, &dst);
-    size_t bytes = src > dst ? src : dst;
+    size_t bytes = call_bytes(comm, args);
     const gcoll_algo_t *a = comm->forced[args->coll];
     const char *why = "forced by GCOLL_ALGO";
     if (!a) {
-        a   = gcoll_algo_find(args->coll, pick(args->coll, bytes, args->count * args->dt_size,
-                                              comm->size));
+        a   = gcoll_algo_find(args->coll, pick(comm, args->coll, bytes, args->count * args->dt_size));
         why = "built-in thresholds";
     }
     int k = size_class(bytes);

@@ -13,4 +13,8 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm);
 /* Choose the algorithm for a call; may fill args->chunk_bytes / radix. */
 const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args);
 
+/* The flat algorithm the built-in rules choose, for when the chosen one
+ * declined the call (GCOLL_ERR_NOT_SUPPORTED). */
+const gcoll_algo_t *gcoll_select_fallback(gcoll_comm_t comm, const gcoll_coll_args_t *args);
+
 #endif

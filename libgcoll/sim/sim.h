@@ -12,7 +12,10 @@
  *   - a matched send and receive disagree on size,
  *   - messages are left unreceived at the end,
  *   - a step is malformed: peer out of range, writes to the send buffer,
- *     reaches outside a buffer of known size, partially overlapping operands.
+ *     reaches outside a buffer of known size, partially overlapping operands,
+ *   - the ranks of a node disagree on a NODE step.
+ * NODE steps run as shm/shm.h specifies, among the ranks that node_of puts
+ * on one node (all ranks when node_of is NULL).
  *
  * Cost model (documented in full in sim.c): every rank has a clock; a send
  * leaves when the rank's link (one intra-node and one inter-node link per
@@ -62,8 +65,10 @@ gcoll_status_t gcoll_sim_run(gcoll_sim_t *sim, gcoll_sched_t *const *scheds,
                              const void *const *sendbufs, void *const *recvbufs);
 
 /* Convenience: build `algo` for every rank of a flat group of sim->nranks with
- * per-rank args (args[r]), then run.  AVG is handled as the library does
- * (gcoll_algo_build).  A builder's failure is returned as is. */
+ * per-rank args (args[r]), then run.  The group carries sim->node_of, and
+ * GCOLL_ARGS_NODE_STEPS is set (the simulator runs NODE steps).  AVG is
+ * handled as the library does (gcoll_algo_build).  A builder's failure is
+ * returned as is (GCOLL_ERR_NOT_SUPPORTED where it declines the call). */
 gcoll_status_t gcoll_sim_run_algo(gcoll_sim_t *sim, const gcoll_algo_t *algo,
                                   const gcoll_coll_args_t *args, gcoll_dtype_t dtype,
                                   gcoll_op_t op, const void *const *sendbufs,

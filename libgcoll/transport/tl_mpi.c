@@ -28,6 +28,7 @@
 
 typedef struct {
     MPI_Comm comm;
+    int      size;
     int      tag_mask;      /* largest 2^k-1 <= MPI_TAG_UB: same on every rank */
     char     desc[96];
 } gcoll_tl_mpi_ctx_t;
@@ -79,6 +80,7 @@ static gcoll_status_t gcoll_tl_mpi_init(struct gcoll_comm *comm, void **ctx)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the mpi transport context");
     }
     c->comm     = comm->mpi_comm;
+    c->size     = comm->size;
     c->tag_mask = gcoll_tl_mpi_tag_mask(c->comm);
     MPI_Get_version(&version, &subversion);
     snprintf(c->desc, sizeof(c->desc), "mpi %d.%d point-to-point (tag mask 0x%x)", version,
@@ -137,6 +139,12 @@ static gcoll_status_t gcoll_tl_mpi_post(gcoll_tl_mpi_ctx_t *c, int peer, uint32_
     m->bytes     = bytes;
     m->is_recv   = is_recv;
     m->mreq      = MPI_REQUEST_NULL;
+    if (GCOLL_UNLIKELY(peer < 0 || peer >= c->size)) {
+        req->done   = 1;
+        req->status = GCOLL_ERROR(GCOLL_ERR_INTERNAL, "mpi transport asked for rank %d of %d",
+                                  peer, c->size);
+        return req->status;
+    }
     rc = gcoll_tl_mpi_type(bytes, &dtype, &count);
     if (rc == MPI_SUCCESS) {
         rc = is_recv ? MPI_Irecv(buf, count, dtype, peer, mtag, c->comm, &m->mreq)
@@ -173,13 +181,22 @@ static gcoll_status_t gcoll_tl_mpi_progress(void *ctx)
 }
 
 /* A receive must get exactly the bytes it asked for: a shorter message means
- * the two ranks built different schedules. */
+ * the two ranks built different schedules.  A longer one is truncation, which
+ * MPI_Test reports through its return code under MPI_ERRORS_RETURN, except
+ * Open MPI's path to self that only sets MPI_ERROR (preset to MPI_SUCCESS by
+ * test(), since MPI_Test need not write it). */
 static gcoll_status_t gcoll_tl_mpi_check_count(gcoll_tl_req_t *req, MPI_Status *st)
 {
     gcoll_tl_mpi_req_t *m = gcoll_tl_mpi_req(req);
     int got = 0;
 
-    if (!m->is_recv || m->bytes > GCOLL_TL_MPI_MAX_COUNT) {
+    if (!m->is_recv) {
+        return GCOLL_SUCCESS;
+    }
+    if (st->MPI_ERROR != MPI_SUCCESS) {
+        return gcoll_tl_mpi_error(st->MPI_ERROR, "receive", req->peer);
+    }
+    if (m->bytes > GCOLL_TL_MPI_MAX_COUNT) {
         return GCOLL_SUCCESS;
     }
     MPI_Get_count(st, MPI_BYTE, &got);
@@ -201,6 +218,7 @@ static gcoll_status_t gcoll_tl_mpi_test(void *ctx, gcoll_tl_req_t *req)
     if (req->done) {
         return req->status;
     }
+    st.MPI_ERROR = MPI_SUCCESS;
     rc = MPI_Test(&m->mreq, &flag, &st);
     if (rc != MPI_SUCCESS) {
         /* Only with MPI_ERRORS_RETURN on the communicator (e.g. truncation). */

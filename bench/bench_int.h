@@ -1,0 +1,68 @@
+/* Internals shared by the benchmark driver's files: options (bench_opts.c),
+ * the measurement loop (bench_common.c) and output (bench_output.c). */
+#ifndef GCOLL_BENCH_INT_H
+#define GCOLL_BENCH_INT_H
+
+#include <stdio.h>
+#include "bench.h"
+
+enum { GCOLL_BENCH_GCOLL = 0, GCOLL_BENCH_MPI = 1, GCOLL_BENCH_NIMPL = 2 };
+
+/* Exit codes: usage errors and impossible combinations are 2; a device
+ * placement this machine cannot serve is 77, which automake reads as SKIP. */
+#define GCOLL_BENCH_EXIT_FAIL  1
+#define GCOLL_BENCH_EXIT_USAGE 2
+#define GCOLL_BENCH_EXIT_SKIP  77
+
+typedef struct {
+    size_t        min_size, max_size;  /* bytes */
+    long          iters, warmup;       /* -1: by size (gcoll_bench_default_iters) */
+    int           full;                /* -f */
+    int           validate;            /* -c */
+    int           cuda;                /* -d cuda */
+    gcoll_dtype_t dtype;               /* -T */
+    int           root;                /* -r */
+    int           use[GCOLL_BENCH_NIMPL]; /* --impl */
+    int           blocks;              /* --blocks: interleaved blocks with --impl both */
+    const char   *algo;                /* --algo, or NULL */
+    const char   *csv, *json;          /* --csv, --json, or NULL */
+} gcoll_bench_opts_t;
+
+/* Parse argv.  Returns -1 to go on, else the exit status (after -h: 0).
+ * Only rank 0 prints. */
+int gcoll_bench_parse(int argc, char **argv, const gcoll_bench_coll_t *coll, int rank,
+                      gcoll_bench_opts_t *o);
+void gcoll_bench_default_iters(size_t bytes, long *iters, long *warmup);
+
+typedef struct {
+    double avg, min, max;   /* latency in microseconds, over ranks */
+    double algbw, busbw;    /* GB/s (1e9 bytes), from avg */
+} gcoll_bench_stat_t;
+
+typedef struct {
+    size_t             size, count;
+    long               iters;           /* per impl */
+    gcoll_bench_stat_t st[GCOLL_BENCH_NIMPL];
+} gcoll_bench_row_t;
+
+/* Output, on rank 0 only: stdout as OSU does, CSV and JSON files. */
+typedef struct {
+    const gcoll_bench_coll_t *coll;
+    const gcoll_bench_opts_t *o;
+    int                nranks;
+    FILE              *csv;
+    gcoll_bench_row_t *rows;
+    size_t             nrows, cap;
+    int                failed;    /* no averages after a failed run */
+} gcoll_bench_out_t;
+
+int  gcoll_bench_out_open(gcoll_bench_out_t *out, const gcoll_bench_coll_t *coll,
+                          const gcoll_bench_opts_t *o, int nranks);
+void gcoll_bench_out_header(gcoll_bench_out_t *out);
+void gcoll_bench_out_row(gcoll_bench_out_t *out, const gcoll_bench_row_t *row);
+/* Final lines and the JSON file; returns 0, or 1 if a file could not be written. */
+int  gcoll_bench_out_close(gcoll_bench_out_t *out);
+
+const char *gcoll_bench_impl_name(int impl);
+
+#endif

@@ -1,0 +1,113 @@
+/* Buffer placement for -d host|cuda.  Device buffers get host images: inputs
+ * are written on the host and copied up, outputs copied down to be checked,
+ * so the data and the checks are the same code for both placements. */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#ifdef HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#if defined(OPEN_MPI) && OPEN_MPI && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+#include "bench_mem.h"
+
+/* Host buffers are page aligned, as an application's large tensors are. */
+static void *host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) return NULL;
+    return p;
+}
+
+#ifdef HAVE_CUDA
+int gcoll_bench_mem_init(int cuda, int local_rank, char *why, size_t len)
+{
+    int n = 0;
+    cudaError_t e;
+    if (!cuda) return 0;
+    e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        snprintf(why, len, "-d cuda: no CUDA device is usable here (%s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "no devices");
+        cudaGetLastError();   /* clear the sticky error */
+        return -1;
+    }
+    /* One device per rank of a node, round robin, as OSU's CUDA tests do. */
+    e = cudaSetDevice(local_rank % n);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "-d cuda: cudaSetDevice(%d): %s", local_rank % n,
+                 cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+void *gcoll_bench_mem_alloc(int cuda, size_t bytes)
+{
+    void *p = NULL;
+    if (!cuda) return host_alloc(bytes);
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    return p;
+}
+
+void gcoll_bench_mem_free(int cuda, void *p)
+{
+    if (cuda) cudaFree(p);
+    else free(p);
+}
+
+void gcoll_bench_mem_upload(int cuda, void *dev, const void *host, size_t bytes)
+{
+    if (cuda && bytes) cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
+}
+
+void gcoll_bench_mem_download(int cuda, void *host, const void *dev, size_t bytes)
+{
+    if (cuda && bytes) cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+}
+#else
+int gcoll_bench_mem_init(int cuda, int local_rank, char *why, size_t len)
+{
+    (void)local_rank;
+    if (!cuda) return 0;
+    snprintf(why, len, "-d cuda: this libgcoll was built without CUDA "
+             "(configure --with-cuda=DIR to enable device buffers)");
+    return -1;
+}
+
+void *gcoll_bench_mem_alloc(int cuda, size_t bytes)
+{
+    (void)cuda;
+    return host_alloc(bytes);
+}
+
+void gcoll_bench_mem_free(int cuda, void *p)
+{
+    (void)cuda;
+    free(p);
+}
+
+void gcoll_bench_mem_upload(int cuda, void *dev, const void *host, size_t bytes)
+{
+    (void)cuda, (void)dev, (void)host, (void)bytes;
+}
+
+void gcoll_bench_mem_download(int cuda, void *host, const void *dev, size_t bytes)
+{
+    (void)cuda, (void)host, (void)dev, (void)bytes;
+}
+#endif
+
+int gcoll_bench_mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}

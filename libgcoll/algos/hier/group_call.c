@@ -1,0 +1,22 @@
+/* Run a flat algorithm on a sub-group (leaders or a rail) of the caller's
+ * group: the one place hierarchical builders translate index lists into
+ * groups and arguments. */
+#include <stdlib.h>
+#include "algos/hier/hier.h"
+#include "core/status.h"
+
+gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_args_t *a,
+                                   const gcoll_group_t *g, const int *idx, int n, int me,
+                                   gcoll_sched_t *s)
+{
+    if (n <= 1 && a->coll != GCOLL_COLL_ALLGATHER) return GCOLL_SUCCESS;
+    int *ranks = malloc(sizeof(int) * (size_t)n);
+    if (!ranks) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a group of %d", n);
+    gcoll_group_t sub = gcoll_hier_subgroup(g, idx, n, me, ranks);
+    gcoll_coll_args_t fa = *a;
+    fa.flags = 0;
+    gcoll_status_t st = algo->build(&fa, &sub, s);
+    free(ranks);
+    gcoll_sched_round(s);
+    return st;
+}

@@ -1,0 +1,70 @@
+/* The node structure of a group, as hierarchical builders need it: my node's
+ * members, the leaders (lowest group index of each node), my rail (the group
+ * indices with my local index on every node), and whether nodes are uniform
+ * (same size) and contiguous (consecutive group indices). */
+#ifndef GCOLL_HIER_H
+#define GCOLL_HIER_H
+
+#include "algos/algo.h"
+
+typedef struct {
+    int  nnodes;
+    int  my_node;
+    int  local;          /* my index among my node's members */
+    int  local_size;     /* members of my node */
+    int  uniform;        /* every node has local_size members */
+    int  contiguous;     /* each node's members are consecutive group indices */
+    int *leaders;        /* [nnodes] group index of each node's first member */
+    int *rail;           /* [nnodes] group index with my local index per node (-1 if none) */
+    int  my_rail_index;  /* my index in rail[] (= my_node) */
+    int *node_members;   /* [local_size] my node's members in group order */
+    int  first_of_node;  /* group index of my node's first member */
+} gcoll_hier_t;
+
+/* Compute the structure; GCOLL_ERR_NO_MEMORY on failure.  Free with _fini. */
+gcoll_status_t gcoll_hier_init(gcoll_hier_t *h, const gcoll_group_t *g);
+void gcoll_hier_fini(gcoll_hier_t *h);
+
+/* GCOLL_SUCCESS if a hierarchical builder can run NODE steps for this call:
+ * shared memory available and the group is the whole communicator (NODE
+ * steps act on the communicator's node). */
+gcoll_status_t gcoll_hier_check(const gcoll_coll_args_t *args, const gcoll_group_t *g,
+                                const char *algo);
+
+/* Sub-group over a list of group indices (translated to communicator ranks
+ * in `ranks`, which must hold n ints). */
+gcoll_group_t gcoll_hier_subgroup(const gcoll_group_t *g, const int *idx, int n, int me,
+                                  int *ranks);
+
+/* Flat algorithms the hierarchical ones run on leader and rail groups. */
+extern const gcoll_algo_t gcoll_algo_allreduce_ring;
+extern const gcoll_algo_t gcoll_algo_allreduce_rdouble;
+extern const gcoll_algo_t gcoll_algo_allreduce_reduce_bcast;
+extern const gcoll_algo_t gcoll_algo_bcast_binomial;
+extern const gcoll_algo_t gcoll_algo_reduce_binomial;
+extern const gcoll_algo_t gcoll_algo_allgather_ring;
+extern const gcoll_algo_t gcoll_algo_allgather_bruck;
+extern const gcoll_algo_t gcoll_algo_reduce_scatter_ring;
+extern const gcoll_algo_t gcoll_algo_barrier_dissemination;
+
+/* Flat allreduce for an inter-node group: latency-bound sizes by recursive
+ * doubling, the rest by the bandwidth-optimal ring. */
+static inline const gcoll_algo_t *gcoll_hier_flat_allreduce(size_t bytes)
+{
+    return bytes <= 16384 ? &gcoll_algo_allreduce_rdouble : &gcoll_algo_allreduce_ring;
+}
+
+/* Append algo on the sub-group idx[n] (me = my index in it) with args a
+ * (flags cleared: flat algorithms on sub-groups use no NODE steps), then
+ * close the round.  No-op for a group of one. */
+gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_args_t *a,
+                                   const gcoll_group_t *g, const int *idx, int n, int me,
+                                   gcoll_sched_t *s);
+
+/* GCOLL_ERR_NOT_SUPPORTED unless nodes are of equal size and consecutive. */
+gcoll_status_t gcoll_hier_check_regular(const gcoll_hier_t *h, const char *algo);
+
+/* Local index (within its node) of group index i. */
+int gcoll_hier_local_of(const gcoll_group_t *g, int i);
+
+#endif

@@ -1,0 +1,100 @@
+/* Single-node algorithms: the whole collective is one NODE step, run through
+ * the node's shared-memory segment (libgcoll/shm).  They serve only
+ * communicators that live on one node; on more nodes they decline, and the
+ * hierarchical algorithms (which use the same NODE steps for their intra-node
+ * phases) apply.
+ *
+ * Cost: the shared-memory kernels' own (see shm/shm.c): about one cache-line
+ * handshake (alpha_shm) plus the bytes through L3 and memory once. */
+#include "algos/hier/hier.h"
+#include "core/status.h"
+
+static gcoll_status_t one_node(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                               const char *name)
+{
+    GCOLL_TRY(gcoll_hier_check(a, g, name));
+    for (int i = 1; g->node_of && i < g->size; i++)
+        if (g->node_of[i] != g->node_of[0])
+            return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED,
+                               "%s serves one node only; this communicator spans several", name);
+    return GCOLL_SUCCESS;
+}
+
+static size_t all_bytes(const gcoll_coll_args_t *a, const gcoll_group_t *g)
+{
+    return a->count * a->dt_size * (size_t)g->size;
+}
+
+static gcoll_status_t build_allreduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                      gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "allreduce shm"));
+    gcoll_sched_node(s, GCOLL_COLL_ALLREDUCE, a->dst, a->src, a->count * a->dt_size, 0);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t build_bcast(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                  gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "bcast shm"));
+    gcoll_sched_node(s, GCOLL_COLL_BCAST, a->dst, a->dst, a->count * a->dt_size, a->root);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t build_reduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                   gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "reduce shm"));
+    gcoll_sched_node(s, GCOLL_COLL_REDUCE, a->dst, a->src, a->count * a->dt_size, a->root);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t build_allgather(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                      gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "allgather shm"));
+    gcoll_sched_node(s, GCOLL_COLL_ALLGATHER, a->dst, a->src, all_bytes(a, g), 0);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t build_reduce_scatter(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                           gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "reduce_scatter shm"));
+    gcoll_sched_node(s, GCOLL_COLL_REDUCE_SCATTER, a->dst, a->src, all_bytes(a, g), 0);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t build_barrier(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                    gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "barrier shm"));
+    gcoll_sched_node(s, GCOLL_COLL_BARRIER, a->dst, a->src, 1, 0);
+    return GCOLL_SUCCESS;
+}
+
+/* Shared memory: a handshake of ~0.2 us, then the data crosses memory about
+ * twice (copy in, reduce/copy out) at the node's memory bandwidth (beta). */
+static double cost_shm(const gcoll_cost_params_t *p, int n, size_t bytes)
+{
+    return p->alpha + 2.0 * (double)bytes * p->beta + (double)bytes * p->gamma / (n > 0 ? n : 1);
+}
+
+const gcoll_algo_t gcoll_algo_allreduce_shm = {
+    "shm", GCOLL_COLL_ALLREDUCE, "one node: slices reduced in parallel in a shared segment",
+    build_allreduce, cost_shm };
+const gcoll_algo_t gcoll_algo_bcast_shm = {
+    "shm", GCOLL_COLL_BCAST, "one node: root copies into a shared segment, all copy out",
+    build_bcast, cost_shm };
+const gcoll_algo_t gcoll_algo_reduce_shm = {
+    "shm", GCOLL_COLL_REDUCE, "one node: slices reduced in parallel, gathered at the root",
+    build_reduce, cost_shm };
+const gcoll_algo_t gcoll_algo_allgather_shm = {
+    "shm", GCOLL_COLL_ALLGATHER, "one node: blocks through a shared segment",
+    build_allgather, cost_shm };
+const gcoll_algo_t gcoll_algo_reduce_scatter_shm = {
+    "shm", GCOLL_COLL_REDUCE_SCATTER, "one node: each rank reduces its block from shared slots",
+    build_reduce_scatter, cost_shm };
+const gcoll_algo_t gcoll_algo_barrier_shm = {
+    "shm", GCOLL_COLL_BARRIER, "one node: sequence flags in a shared segment",
+    build_barrier, cost_shm };

@@ -1,0 +1,73 @@
+/* Intra-node collectives over one shared-memory segment, for host buffers.
+ *
+ * A gcoll_shm_t belongs to one node communicator (the ranks of one node, or
+ * of one GCOLL_NODE_SIZE group).  Every call below is blocking and must be
+ * made by every rank of that communicator, in the same order, with matching
+ * count, dtype, op and root, exactly as for the MPI collectives.  Buffers are
+ * host memory.  A count (or byte count) of 0 returns at once without
+ * synchronising; buffers may then be NULL.
+ *
+ * Errors: GCOLL_ERR_TRANSPORT when the segment cannot be created or mapped;
+ * GCOLL_ERR_TIMEOUT when peers do not arrive within gcoll_config.timeout
+ * seconds (GCOLL_TIMEOUT; 0 waits forever), with a sentence naming the local
+ * ranks that were missing.  After a timeout the object's step counters are no
+ * longer in agreement, so every later call fails with GCOLL_ERR_TRANSPORT;
+ * only gcoll_shm_destroy() remains valid.
+ *
+ * How it works (details in shm_int.h and shm_coll.c): ranks reduce disjoint
+ * slices in parallel, chunk by chunk so the shared working set stays in
+ * cache, synchronising through lock-free flags in the segment. */
+#ifndef GCOLL_SHM_H
+#define GCOLL_SHM_H
+
+#include <stddef.h>
+#include <mpi.h>
+#include "gcoll.h"
+
+typedef struct gcoll_shm gcoll_shm_t;
+
+/* Create the segment of node_comm and map it on every rank.  Collective over
+ * node_comm (all ranks of one node).  On failure every rank returns the same
+ * error and *shm is NULL. */
+gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, gcoll_shm_t **shm);
+
+/* Unmap and free.  Collective in the sense that every rank calls it once;
+ * it does not wait for the others (the kernel frees the segment when the
+ * last rank unmaps it).  NULL is ignored. */
+void gcoll_shm_destroy(gcoll_shm_t *shm);
+
+/* dst[i] = op over local ranks of src[i], on every rank.  src == dst allowed
+ * (in place).  op is SUM, PROD, MIN or MAX (the caller turns AVG into SUM and
+ * a division).  Every rank gets bitwise the same result: each element is
+ * reduced in local-rank order, 0 op 1 op 2 ... */
+gcoll_status_t gcoll_shm_allreduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                   gcoll_dtype_t dtype, gcoll_op_t op);
+
+/* src holds count elements, split into size blocks by gcoll_block_off() /
+ * gcoll_block_len() (algos/peers.h); local rank r receives in dst the
+ * reduction of block r.  In place: dst == src + block offset of r. */
+gcoll_status_t gcoll_shm_reduce_scatter(gcoll_shm_t *shm, const void *src, void *dst,
+                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op);
+
+/* Inverse of reduce_scatter: local rank r contributes block r (same
+ * partition of count elements of dt_size bytes) from src; dst receives all
+ * count elements on every rank.  In place: src == dst + block offset of r. */
+gcoll_status_t gcoll_shm_allgather(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                   size_t dt_size);
+
+/* Copy bytes of buf on local rank root to buf on every rank. */
+gcoll_status_t gcoll_shm_bcast(gcoll_shm_t *shm, void *buf, size_t bytes, int root);
+
+/* dst[i] = op over local ranks of src[i], on root only (dst is not touched
+ * elsewhere and may be NULL there).  src == dst allowed on the root. */
+gcoll_status_t gcoll_shm_reduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                gcoll_dtype_t dtype, gcoll_op_t op, int root);
+
+/* Return once every local rank has entered the barrier. */
+gcoll_status_t gcoll_shm_barrier(gcoll_shm_t *shm);
+
+/* Rank of the caller in, and size of, the node communicator. */
+int gcoll_shm_rank(const gcoll_shm_t *shm);
+int gcoll_shm_size(const gcoll_shm_t *shm);
+
+#endif

@@ -1,0 +1,411 @@
+/* Intra-node collectives on the shared segment (layout and the step rule in
+ * shm_int.h: in phase g write own parity-g buffers, read parity g-1 ones).
+ *
+ * Allreduce, large (the heart; P ranks, n chunks of P slices each):
+ *
+ *   phase t:  reduce(t-1)    own slice of chunk t-1: src (own) op slot[me]
+ *                            of every peer -> own res, then -> own dst
+ *             copy-out(t-2)  every peer's res (slice of chunk t-2) -> dst
+ *             copy-in(t)     src's slices of chunk t that peers reduce ->
+ *                            own slot[j]
+ *             step           (not after the last phase)
+ *
+ *     phase   0      1      2      ...   n      n+1
+ *     in      c0     c1     c2           -      -
+ *     reduce  -      c0     c1           c(n-1) -
+ *     out     -      -      c0           c(n-2) c(n-1)
+ *
+ *   n + 1 steps.  Per rank and byte of the vector, (P-1)/P is copied in,
+ *   1/P reduced (P reads, 2 writes), (P-1)/P copied out: the private
+ *   buffers are read and written once each, everything else stays in
+ *   cache because a chunk's shared working set (2 parities x (P + 1)
+ *   slices per rank) is a few MiB.  Cost ~ (n + 1) alpha + 3 bytes beta.
+ *
+ * Allreduce, small (<= GCOLL_SHM_SMALL bytes): copy src to own slot (in the
+ * flag's own cache line up to 56 bytes), one step, every rank reduces all P
+ * inputs itself: one synchronisation instead of two.
+ *
+ * reduce: the large allreduce without the copy-out on non-roots (small:
+ * only the root reduces).  reduce_scatter: phase t copies in sub-chunk t of
+ * every block others own and reduces sub-chunk t-1 of the own block straight
+ * into dst.  allgather / bcast: phase t copies in chunk t, copies out chunk
+ * t-1 of the others' (the root's) buffer.
+ *
+ * Every element is reduced in rank order (in[0] op in[1] op ...), by one rank
+ * or identically by all, so all ranks hold bitwise equal results.
+ *
+ * Measured on the 2-core development machine (float32 sum, 2 ranks; see
+ * test/mpi/test_shm.c -b): slices of 256 KiB were fastest at 16-64 MiB
+ * (64 KiB: slower by the extra steps, 1 MiB: the working set leaves L2);
+ * GCOLL_SHM_SMALL = 16 KiB is where the one-step path stops winning.
+ */
+#include <string.h>
+#include "shm/shm_int.h"
+#include "algos/peers.h"
+#include "core/reduce.h"
+#include "core/status.h"
+
+#define GCOLL_SHM_SMALL (16u << 10)
+#define FOLD_BLOCK      (16u << 10)   /* keeps the accumulator in L1 for P > 2 */
+
+typedef struct { size_t off, len; } shm_seg_t;
+
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* ---- argument checks (identical on every rank, so all fail alike) ------- */
+
+static gcoll_status_t shm_check(const gcoll_shm_t *shm, const char *fn)
+{
+    if (!shm) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: shm executor is NULL", fn);
+    if (shm->broken)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
+                           "%s: an earlier shared-memory wait timed out; the node's ranks are "
+                           "out of step", fn);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_check_reduce(const gcoll_shm_t *shm, const char *fn,
+                                       gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    GCOLL_TRY(shm_check(shm, fn));
+    if ((unsigned)dtype >= GCOLL_DTYPE_COUNT)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: unknown dtype %d", fn, (int)dtype);
+    if ((unsigned)op > GCOLL_MAX)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: op %d is not sum, prod, min or max", fn,
+                           (int)op);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_check_root(const gcoll_shm_t *shm, const char *fn, int root)
+{
+    if (root < 0 || root >= shm->size)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: root %d is outside [0, %d)", fn, root,
+                           shm->size);
+    return GCOLL_SUCCESS;
+}
+
+/* ---- reduction of P inputs in rank order --------------------------------- */
+
+/* out = in[0] op in[1] op ... op in[n-1] over count elements.  out may equal
+ * in[0] or in[1] (the reduce kernel allows that); if it equals a later
+ * input, which the first step would overwrite, accumulate in scratch
+ * (a slice, or more) instead.  For n > 2 the vector is folded in blocks
+ * so the accumulator stays in L1 across the n - 1 passes. */
+static void shm_fold(const gcoll_shm_t *shm, void *out, const void *const *in, int n, size_t count,
+                     gcoll_dtype_t dtype, gcoll_op_t op, void *scratch)
+{
+    size_t dts = gcoll_dtype_size(dtype), bytes = count * dts;
+    if (n == 1) {
+        if (out != in[0]) memcpy(out, in[0], bytes);
+        return;
+    }
+    if (n == 2) {
+        gcoll_reduce_host(out, in[0], in[1], count, dtype, op);
+        return;
+    }
+    int alias = 0;
+    for (int k = 2; k < n; k++) alias |= in[k] == out;
+    size_t blk = min_sz(FOLD_BLOCK, shm->slice) / dts;   /* scratch holds a slice */
+    for (size_t o = 0; o < count; o += blk) {
+        size_t m = min_sz(blk, count - o), b = o * dts;
+        unsigned char *acc = alias ? scratch : (unsigned char *)out + b;
+        gcoll_reduce_host(acc, (const unsigned char *)in[0] + b, (const unsigned char *)in[1] + b,
+                          m, dtype, op);
+        for (int k = 2; k < n; k++)
+            gcoll_reduce_host(acc, acc, (const unsigned char *)in[k] + b, m, dtype, op);
+        if (alias) memcpy((unsigned char *)out + b, acc, m * dts);
+    }
+}
+
+/* ---- allreduce and reduce ---------------------------------------------- */
+
+/* Slice j of chunk i: chunks of P * slice bytes; inside a chunk, slices of
+ * equal length rounded up to 64 bytes (so ranks never write the same cache
+ * line), the last ones shorter or empty.  Elements. */
+static shm_seg_t shm_ar_seg(const gcoll_shm_t *shm, size_t count, size_t dts, size_t i, int j)
+{
+    size_t slice = shm->slice / dts, unit = 64 / dts;
+    size_t cs = i * slice * (size_t)shm->size, clen = min_sz(slice * (size_t)shm->size, count - cs);
+    size_t sl = ceil_div(ceil_div(clen, (size_t)shm->size), unit) * unit;
+    size_t o = min_sz((size_t)j * sl, clen), e = min_sz(o + sl, clen);
+    return (shm_seg_t){ cs + o, e - o };
+}
+
+/* Where rank k keeps its input for the slice that rank j reduces, and where
+ * rank k puts the slice it reduced. */
+static unsigned char *shm_slot(const gcoll_shm_t *shm, int k, int p, int j)
+{
+    return gcoll_shm_area(shm, k, p) + (size_t)j * shm->slice;
+}
+
+static unsigned char *shm_res(const gcoll_shm_t *shm, int k, int p)
+{
+    return gcoll_shm_area(shm, k, p) + (size_t)shm->size * shm->slice;
+}
+
+typedef struct {
+    const unsigned char *src;
+    unsigned char       *dst;      /* NULL: this rank does not want the result */
+    size_t               count, dts;
+    gcoll_dtype_t        dtype;
+    gcoll_op_t           op;
+} shm_red_args_t;
+
+/* Phase work: reduce own slice of chunk i into res (and dst). */
+static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
+{
+    const void *in[shm->size];
+    int me = shm->rank, rp = gcoll_shm_rpar(shm);
+    shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, me);
+    if (!s.len) return;
+    for (int k = 0; k < shm->size; k++)
+        in[k] = k == me ? a->src + s.off * a->dts : shm_slot(shm, k, rp, me);
+    unsigned char *res = shm_res(shm, me, gcoll_shm_wpar(shm));
+    shm_fold(shm, res, in, shm->size, s.len, a->dtype, a->op, NULL);
+    if (a->dst) memcpy(a->dst + s.off * a->dts, res, s.len * a->dts);
+}
+
+static void shm_ar_copy_out(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
+{
+    int rp = gcoll_shm_rpar(shm);
+    for (int j = 0; j < shm->size; j++) {
+        shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, j);
+        if (j != shm->rank && s.len)
+            memcpy(a->dst + s.off * a->dts, shm_res(shm, j, rp), s.len * a->dts);
+    }
+}
+
+static void shm_ar_copy_in(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
+{
+    int wp = gcoll_shm_wpar(shm);
+    for (int j = 0; j < shm->size; j++) {
+        shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, j);
+        if (j != shm->rank && s.len)
+            memcpy(shm_slot(shm, shm->rank, wp, j), a->src + s.off * a->dts, s.len * a->dts);
+    }
+}
+
+/* The pipeline of the table at the top of this file.  a->dst NULL (a
+ * non-root of reduce) skips the copies into dst. */
+static gcoll_status_t shm_ar_large(gcoll_shm_t *shm, const shm_red_args_t *a)
+{
+    size_t n = ceil_div(a->count, shm->slice / a->dts * (size_t)shm->size);
+    for (size_t t = 0; t <= n + 1; t++) {
+        if (t >= 1 && t <= n) shm_ar_reduce(shm, a, t - 1);
+        if (t >= 2 && a->dst) shm_ar_copy_out(shm, a, t - 2);
+        if (t < n) shm_ar_copy_in(shm, a, t);
+        if (t <= n) GCOLL_TRY(gcoll_shm_step(shm));
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* Publish the whole input (inline in the flag's line when it fits), then
+ * every rank that wants the result reduces all inputs itself. */
+static gcoll_status_t shm_ar_small(gcoll_shm_t *shm, const shm_red_args_t *a, int publish)
+{
+    const void *in[shm->size];
+    size_t bytes = a->count * a->dts;
+    int me = shm->rank, wp = gcoll_shm_wpar(shm), tiny = bytes <= GCOLL_SHM_INLINE;
+    if (publish)
+        memcpy(tiny ? gcoll_shm_inline(shm, me, wp) : gcoll_shm_area(shm, me, wp), a->src, bytes);
+    GCOLL_TRY(gcoll_shm_step(shm));
+    if (!a->dst) return GCOLL_SUCCESS;
+    for (int k = 0; k < shm->size; k++)
+        in[k] = k == me ? (const void *)a->src
+                : tiny  ? (const void *)gcoll_shm_inline(shm, k, wp)
+                        : (const void *)gcoll_shm_area(shm, k, wp);
+    /* Scratch for an in-place fold: own area of the new write parity. */
+    shm_fold(shm, a->dst, in, shm->size, a->count, a->dtype, a->op,
+             gcoll_shm_area(shm, me, gcoll_shm_wpar(shm)));
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_shm_allreduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                   gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_allreduce", dtype, op));
+    if (!count) return GCOLL_SUCCESS;
+    if (!src || !dst) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_allreduce: NULL buffer");
+    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op };
+    if (shm->size == 1) {
+        if (src != dst) memcpy(dst, src, count * a.dts);
+        return GCOLL_SUCCESS;
+    }
+    if (count * a.dts <= GCOLL_SHM_SMALL) return shm_ar_small(shm, &a, 1);
+    return shm_ar_large(shm, &a);
+}
+
+gcoll_status_t gcoll_shm_reduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                gcoll_dtype_t dtype, gcoll_op_t op, int root)
+{
+    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_reduce", dtype, op));
+    GCOLL_TRY(shm_check_root(shm, "gcoll_shm_reduce", root));
+    if (!count) return GCOLL_SUCCESS;
+    int me = shm->rank;
+    if (!src || (me == root && !dst))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce: NULL buffer");
+    shm_red_args_t a = { src, me == root ? dst : NULL, count, gcoll_dtype_size(dtype), dtype, op };
+    if (shm->size == 1) {
+        if (src != dst) memcpy(dst, src, count * a.dts);
+        return GCOLL_SUCCESS;
+    }
+    /* Small: the root's own input is read from src, so it publishes nothing. */
+    if (count * a.dts <= GCOLL_SHM_SMALL) return shm_ar_small(shm, &a, me != root);
+    return shm_ar_large(shm, &a);
+}
+
+/* ---- reduce_scatter ------------------------------------------------------ */
+
+/* Sub-chunk i of block j of the NCCL-style partition (elements). */
+static shm_seg_t shm_blk_seg(size_t count, int size, int j, size_t sub, size_t i)
+{
+    size_t len = gcoll_block_len(count, size, j), o = min_sz(i * sub, len);
+    return (shm_seg_t){ gcoll_block_off(count, size, j) + o, min_sz(sub, len - o) };
+}
+
+/* Where rank k's input for block j goes in phase parity p: slots of stride
+ * bytes in its area, or in its inline line when they all fit there. */
+typedef struct {
+    size_t sub;      /* elements per sub-chunk */
+    size_t stride;   /* bytes between the slots of two blocks */
+    int    tiny;     /* slots live in the flag's line */
+} shm_rs_plan_t;
+
+static unsigned char *shm_rs_slot(const gcoll_shm_t *shm, const shm_rs_plan_t *pl, int k, int p,
+                                  int j)
+{
+    unsigned char *base = pl->tiny ? gcoll_shm_inline(shm, k, p) : gcoll_shm_area(shm, k, p);
+    return base + (size_t)j * pl->stride;
+}
+
+static void shm_rs_reduce(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_red_args_t *a,
+                          size_t i)
+{
+    const void *in[shm->size];
+    int me = shm->rank, rp = gcoll_shm_rpar(shm);
+    shm_seg_t s = shm_blk_seg(a->count, shm->size, me, pl->sub, i);
+    if (!s.len) return;
+    for (int k = 0; k < shm->size; k++)
+        in[k] = k == me ? a->src + s.off * a->dts : shm_rs_slot(shm, pl, k, rp, me);
+    size_t own = gcoll_block_off(a->count, shm->size, me);
+    shm_fold(shm, a->dst + (s.off - own) * a->dts, in, shm->size, s.len, a->dtype, a->op,
+             shm_res(shm, me, gcoll_shm_wpar(shm)));
+}
+
+static void shm_rs_copy_in(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_red_args_t *a,
+                           size_t i)
+{
+    int wp = gcoll_shm_wpar(shm);
+    for (int j = 0; j < shm->size; j++) {
+        shm_seg_t s = shm_blk_seg(a->count, shm->size, j, pl->sub, i);
+        if (j != shm->rank && s.len)
+            memcpy(shm_rs_slot(shm, pl, shm->rank, wp, j), a->src + s.off * a->dts,
+                   s.len * a->dts);
+    }
+}
+
+gcoll_status_t gcoll_shm_reduce_scatter(gcoll_shm_t *shm, const void *src, void *dst,
+                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_reduce_scatter", dtype, op));
+    if (!count) return GCOLL_SUCCESS;
+    if (!src || (!dst && gcoll_block_len(count, shm->size, shm->rank)))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce_scatter: NULL buffer");
+    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op };
+    size_t maxlen = gcoll_block_len(count, shm->size, 0);   /* block 0 is a longest */
+    shm_rs_plan_t pl = { shm->slice / a.dts, shm->slice, 0 };
+    size_t n = ceil_div(maxlen, pl.sub);
+    if (n == 1) {   /* one phase: pack the slots, inline if they fit */
+        pl.stride = (maxlen * a.dts + 7) / 8 * 8;
+        pl.tiny = (size_t)shm->size * pl.stride <= GCOLL_SHM_INLINE;
+    }
+    for (size_t t = 0; t <= n; t++) {
+        if (t >= 1) shm_rs_reduce(shm, &pl, &a, t - 1);
+        if (t < n) {
+            shm_rs_copy_in(shm, &pl, &a, t);
+            GCOLL_TRY(gcoll_shm_step(shm));
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* ---- allgather and bcast -------------------------------------------------- */
+
+/* One flat buffer per rank and parity: inline when the whole message fits. */
+static unsigned char *shm_flat(const gcoll_shm_t *shm, int tiny, int k, int p)
+{
+    return tiny ? gcoll_shm_inline(shm, k, p) : gcoll_shm_area(shm, k, p);
+}
+
+/* Copy out sub-chunk i of every other rank's block from its flat buffer. */
+static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, size_t dts,
+                            size_t sub, int tiny, size_t i)
+{
+    int rp = gcoll_shm_rpar(shm);
+    for (int j = 0; j < shm->size; j++) {
+        size_t len = gcoll_block_len(count, shm->size, j) * dts, o = i * sub;
+        if (j != shm->rank && o < len)
+            memcpy(dst + gcoll_block_off(count, shm->size, j) * dts + o,
+                   shm_flat(shm, tiny, j, rp), min_sz(sub, len - o));
+    }
+}
+
+gcoll_status_t gcoll_shm_allgather(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                   size_t dt_size)
+{
+    GCOLL_TRY(shm_check(shm, "gcoll_shm_allgather"));
+    if (!count) return GCOLL_SUCCESS;
+    int me = shm->rank, size = shm->size;
+    size_t own_len = gcoll_block_len(count, size, me) * dt_size;
+    if (!dst || !dt_size || (!src && own_len))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                           "gcoll_shm_allgather: NULL buffer or zero element size");
+    /* Bytes throughout; chunks of a whole area (or one inline line). */
+    size_t sub = shm->area, maxlen = gcoll_block_len(count, size, 0) * dt_size;
+    size_t n = ceil_div(maxlen, sub);
+    int tiny = maxlen <= GCOLL_SHM_INLINE;
+    unsigned char *own = (unsigned char *)dst + gcoll_block_off(count, size, me) * dt_size;
+    if ((const unsigned char *)src != own && own_len) memcpy(own, src, own_len);
+    for (size_t t = 0; t <= n; t++) {
+        if (t >= 1) shm_ag_copy_out(shm, dst, count, dt_size, sub, tiny, t - 1);
+        if (t < n) {
+            size_t o = t * sub;
+            if (o < own_len)
+                memcpy(shm_flat(shm, tiny, me, gcoll_shm_wpar(shm)), own + o,
+                       min_sz(sub, own_len - o));
+            GCOLL_TRY(gcoll_shm_step(shm));
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_shm_bcast(gcoll_shm_t *shm, void *buf, size_t bytes, int root)
+{
+    GCOLL_TRY(shm_check(shm, "gcoll_shm_bcast"));
+    GCOLL_TRY(shm_check_root(shm, "gcoll_shm_bcast", root));
+    if (!bytes) return GCOLL_SUCCESS;
+    if (!buf) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_bcast: NULL buffer");
+    unsigned char *b = buf;
+    size_t sub = shm->area, n = ceil_div(bytes, sub);
+    int tiny = bytes <= GCOLL_SHM_INLINE, me = shm->rank;
+    for (size_t t = 0; t <= n; t++) {
+        if (t >= 1 && me != root) {
+            size_t o = (t - 1) * sub;
+            memcpy(b + o, shm_flat(shm, tiny, root, gcoll_shm_rpar(shm)), min_sz(sub, bytes - o));
+        }
+        if (t < n) {
+            size_t o = t * sub;
+            if (me == root)
+                memcpy(shm_flat(shm, tiny, root, gcoll_shm_wpar(shm)), b + o, min_sz(sub, bytes - o));
+            GCOLL_TRY(gcoll_shm_step(shm));
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_shm_barrier(gcoll_shm_t *shm)
+{
+    GCOLL_TRY(shm_check(shm, "gcoll_shm_barrier"));
+    return gcoll_shm_step(shm);
+}

@@ -1,0 +1,235 @@
+/* The shared segment of a node communicator: creation, mapping, placement,
+ * clean-up, and the slow path of the step wait.
+ *
+ * Life of the segment:
+ *   1. local rank 0 shm_open()s a fresh name (pid, clock, counter: unique
+ *      even for several communicators of one process) and sizes it;
+ *   2. the name goes to the others by MPI_Bcast (an empty name says that
+ *      creation failed, so every rank fails the same way);
+ *   3. each rank opens it and posix_fallocate()s its own region: tmpfs
+ *      allocates those pages now, by the owner, so they follow the owner's
+ *      memory policy (first-touch: its NUMA node), and a full /dev/shm is an
+ *      error here instead of a SIGBUS inside a collective;
+ *   4. each rank maps the whole segment (MAP_POPULATE: no page faults
+ *      inside the first collectives) and closes the descriptor;
+ *   5. an MPI_Allreduce of the outcomes doubles as the barrier after which
+ *      rank 0 shm_unlink()s the name: from then on the kernel frees the
+ *      memory when the last rank unmaps it, even if the job is killed.  Only
+ *      a crash between steps 1 and 5 can leave a /dev/shm/gcoll-shm-* file.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include "shm/shm_int.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/status.h"
+
+#define SHM_NAME_MAX 64
+
+/* Spins before the first yield.  Alone on its core a waiter may spin long
+ * (a yield costs a system call and the peer is surely running); with more
+ * ranks than CPUs a spinning waiter burns the time slice that the rank it
+ * waits for needs, so it yields almost at once. */
+#define SPIN_DEDICATED     (1 << 14)
+#define SPIN_OVERSUBSCRIBED 32
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Slice bytes for P ranks: the area split into P + 1 slices, a multiple of
+ * 64 so that slices never share a cache line. */
+static size_t shm_slice_bytes(int size)
+{
+    size_t s = GCOLL_SHM_AREA / (size_t)(size + 1) / 64 * 64;
+    return s < GCOLL_SHM_MIN_SLICE ? GCOLL_SHM_MIN_SLICE : s;
+}
+
+static void shm_layout(gcoll_shm_t *shm)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    shm->slice     = shm_slice_bytes(shm->size);
+    shm->area      = (size_t)(shm->size + 1) * shm->slice;
+    shm->region    = round_up(2 * shm->area, page);
+    size_t ctrl    = round_up((size_t)shm->size * sizeof(gcoll_shm_ctrl_t), page);
+    shm->map_bytes = ctrl + (size_t)shm->size * shm->region;
+}
+
+/* Offset and length of the part of the file rank j allocates (rank 0 also
+ * owns the control blocks). */
+static void shm_owned_range(const gcoll_shm_t *shm, int j, off_t *off, off_t *len)
+{
+    size_t ctrl = shm->map_bytes - (size_t)shm->size * shm->region;
+    *off = j == 0 ? 0 : (off_t)(ctrl + (size_t)j * shm->region);
+    *len = (off_t)(j == 0 ? ctrl + shm->region : shm->region);
+}
+
+/* Local rank 0: create and size a new object; name[0] = '\0' on failure. */
+static int shm_create_file(const gcoll_shm_t *shm, char *name)
+{
+    static _Atomic unsigned counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(name, SHM_NAME_MAX, "/gcoll-shm-%d-%lx-%u", (int)getpid(),
+             (unsigned long)(ts.tv_sec * 1000000000L + ts.tv_nsec),
+             atomic_fetch_add(&counter, 1));
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) goto err;
+    if (ftruncate(fd, (off_t)shm->map_bytes) != 0) goto err_unlink;
+    return fd;
+err_unlink:
+    {
+        int e = errno;
+        close(fd);
+        shm_unlink(name);
+        errno = e;
+    }
+err:
+    GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "cannot create shared-memory segment %s of %zu bytes: %s",
+                name, shm->map_bytes, strerror(errno));
+    name[0] = '\0';
+    return -1;
+}
+
+/* Open (ranks > 0), allocate the own region, map.  Returns 0 or -1 with the
+ * error already recorded. */
+static int shm_attach(gcoll_shm_t *shm, const char *name, int fd)
+{
+    if (fd < 0) fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "cannot open shared-memory segment %s: %s", name,
+                    strerror(errno));
+        return -1;
+    }
+    off_t off, len;
+    shm_owned_range(shm, shm->rank, &off, &len);
+    int e = posix_fallocate(fd, off, len);
+    if (e) {
+        close(fd);
+        GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
+                    "cannot allocate %lld bytes of shared memory in %s (is /dev/shm full?): %s",
+                    (long long)len, name, strerror(e));
+        return -1;
+    }
+    void *p = mmap(NULL, shm->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "cannot map shared-memory segment %s: %s", name,
+                    strerror(e));
+        return -1;
+    }
+    shm->base = p;
+    shm->ctrl = p;
+    shm->data = (unsigned char *)p + (shm->map_bytes - (size_t)shm->size * shm->region);
+    return 0;
+}
+
+/* Decide how long to spin: count the distinct CPUs the node's ranks may run
+ * on (the union of their affinity masks); fewer CPUs than ranks means
+ * oversubscription. */
+static int shm_spin_limit(MPI_Comm node_comm, int size)
+{
+    cpu_set_t mine, all;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return SPIN_OVERSUBSCRIBED;
+    MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, node_comm);
+    int cpus = CPU_COUNT(&all);
+    gcoll_info("shm: %d local ranks on %d cpus: %s waits", size, cpus,
+               cpus < size ? "short-spin" : "spinning");
+    return cpus < size ? SPIN_OVERSUBSCRIBED : SPIN_DEDICATED;
+}
+
+gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, gcoll_shm_t **out)
+{
+    char name[SHM_NAME_MAX] = "";
+    int fd = -1, ok = 1, all_ok = 0;
+    if (!out) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_create: out pointer is NULL");
+    *out = NULL;
+    gcoll_shm_t *shm = calloc(1, sizeof(*shm));
+    if (!shm) ok = 0;   /* still take part in the collectives below */
+    gcoll_shm_t dummy = { 0 }, *s = shm ? shm : &dummy;
+    MPI_Comm_rank(node_comm, &s->rank);
+    MPI_Comm_size(node_comm, &s->size);
+    shm_layout(s);
+    s->spin_limit = shm_spin_limit(node_comm, s->size);
+
+    if (s->rank == 0 && ok) fd = shm_create_file(s, name);
+    MPI_Bcast(name, SHM_NAME_MAX, MPI_CHAR, 0, node_comm);
+    if (!name[0]) ok = 0;
+    if (ok && shm_attach(s, name, fd) != 0) ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm);
+    if (s->rank == 0 && name[0]) shm_unlink(name);
+    if (!all_ok) goto err;
+    gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes", s->map_bytes, s->size,
+               s->slice);
+    *out = shm;
+    return GCOLL_SUCCESS;
+err:
+    if (s->base) munmap(s->base, s->map_bytes);
+    free(shm);
+    if (!shm) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the shm executor");
+    if (ok)   /* our part worked: say who did not */
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
+                           "shared-memory segment setup failed on another rank of this node");
+    return GCOLL_ERR_TRANSPORT;   /* already described where it failed */
+}
+
+void gcoll_shm_destroy(gcoll_shm_t *shm)
+{
+    if (!shm) return;
+    /* No synchronisation needed: peers still reading our region keep the
+     * pages alive through their own mappings. */
+    munmap(shm->base, shm->map_bytes);
+    free(shm);
+}
+
+int gcoll_shm_rank(const gcoll_shm_t *shm) { return shm->rank; }
+int gcoll_shm_size(const gcoll_shm_t *shm) { return shm->size; }
+
+static double shm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int shm_arrived(const gcoll_shm_t *shm, int j, uint64_t step)
+{
+    return atomic_load_explicit(&shm->ctrl[j].line[step & 1].flag, memory_order_acquire) >= step;
+}
+
+static gcoll_status_t shm_timeout(gcoll_shm_t *shm, uint64_t step)
+{
+    char who[256] = "";
+    size_t n = 0;
+    for (int j = 0; j < shm->size && n < sizeof(who) - 16; j++)
+        if (j != shm->rank && !shm_arrived(shm, j, step))
+            n += (size_t)snprintf(who + n, sizeof(who) - n, "%s%d", n ? ", " : "", j);
+    shm->broken = 1;
+    return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
+                       "local rank %d waited %g s at shared-memory step %llu for local rank(s) %s",
+                       shm->rank, gcoll_config.timeout, (unsigned long long)step, who);
+}
+
+/* Yield between polls; the clock is read only every 64 polls (and only with
+ * a timeout set) to keep a waiter cheap for the rank it waits for. */
+gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
+{
+    double limit = gcoll_config.timeout, start = limit > 0 ? shm_now() : 0;
+    for (int j = 0; j < shm->size; j++) {
+        for (unsigned polls = 1; j != shm->rank && !shm_arrived(shm, j, step); polls++) {
+            sched_yield();
+            if (limit > 0 && polls % 64 == 0 && shm_now() - start > limit)
+                return shm_timeout(shm, step);
+        }
+    }
+    return GCOLL_SUCCESS;
+}

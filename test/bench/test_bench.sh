@@ -1,0 +1,208 @@
+#!/bin/sh
+# Checks of the OSU-style benchmarks (bench/gcoll_bench_*): run them under
+# mpirun with 2 ranks and tiny sizes and check that
+#   - the output is OSU-style: title, column header, one numeric row per size,
+#     and the final "# Avg bus bandwidth" line;
+#   - -c passes on correct results, and fails, with a message and a non-zero
+#     exit, when GCOLL_BENCH_INJECT_ERROR=1 corrupts one;
+#   - --impl both prints the MPI/gcoll ratio column;
+#   - --csv and --json write parseable records, one per size;
+#   - gcoll_plot.py turns them into a PNG (where matplotlib is installed).
+# Environment: MPIRUN (default mpirun), BENCH_DIR (default ./bench, the build
+# tree), srcdir (set by automake; the plot script is in $srcdir/bench).
+# Exit 0 if all pass, 1 if any fails, 77 (skip) without mpirun.
+
+BENCH_DIR=${BENCH_DIR:-./bench}
+srcdir=${srcdir:-.}
+MPIRUN=${MPIRUN:-mpirun}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gcoll_bench_test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+SIZES="4 8 16 32 64"
+
+if ! command -v "$MPIRUN" >/dev/null 2>&1; then
+    echo "SKIP: $MPIRUN not found (set MPIRUN)"
+    exit 77
+fi
+MPIFLAGS=""
+if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+    MPIFLAGS="--oversubscribe"
+    [ "$(id -u)" = 0 ] && MPIFLAGS="$MPIFLAGS --allow-run-as-root"
+fi
+
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# run NAME PROGRAM ARGS...: 2 ranks; stdout in $TMP/NAME.out, stderr in
+# $TMP/NAME.err, exit status in $rc.
+run() {
+    name=$1 prog=$2
+    shift 2
+    # shellcheck disable=SC2086
+    timeout 300 "$MPIRUN" $MPIFLAGS -n 2 "$BENCH_DIR/$prog" "$@" \
+        >"$TMP/$name.out" 2>"$TMP/$name.err"
+    rc=$?
+}
+
+show() {
+    sed 's/^/    | /' "$TMP/$1.out" "$TMP/$1.err" | head -40
+}
+
+# rows FILE: the data rows (lines not starting with '#').
+rows() {
+    grep -v '^#' "$1" | grep -v '^[[:space:]]*$'
+}
+
+# check_rows NAME NCOLS SIZES: every row has NCOLS numeric fields and the
+# sizes, in order, are SIZES.
+check_rows() {
+    got=$(rows "$TMP/$1.out" | awk -v n="$2" '
+        NF != n { print "bad-field-count:" NF; next }
+        { for (i = 1; i <= NF; i++)
+              if ($i !~ /^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) { print "not-numeric:" $i; next }
+          print $1 }' | tr '\n' ' ' | sed 's/ $//')
+    [ "$got" = "$3" ]
+}
+
+check_osu() {
+    name=$1 title=$2 ncols=$3 sizes=$4
+    f="$TMP/$name.out"
+    if ! grep -q "^# OSU-style libgcoll $title Latency Test" "$f"; then
+        fail "$name: no OSU title line"; show "$name"; return
+    fi
+    if ! grep -q '^# Size .*Latency(us)' "$f" && ! grep -q '^# Size .*Avg(us)' "$f"; then
+        fail "$name: no column header"; show "$name"; return
+    fi
+    if ! check_rows "$name" "$ncols" "$sizes"; then
+        fail "$name: rows are not $ncols numeric columns for sizes '$sizes' (got '$got')"
+        show "$name"; return
+    fi
+    if ! grep -Eq '^# Avg bus bandwidth : [0-9]+(\.[0-9]+)? GB/s$' "$f"; then
+        fail "$name: no final '# Avg bus bandwidth : X GB/s' line"; show "$name"; return
+    fi
+    pass "$name: OSU-style output, $ncols columns, sizes $sizes"
+}
+
+# ---- allreduce: plain, full statistics, validation -------------------------
+run plain gcoll_bench_allreduce -m 4:64 -i 20 -x 2
+if [ "$rc" -ne 0 ]; then fail "allreduce exited $rc"; show plain
+else check_osu plain Allreduce 4 "$SIZES"; fi
+
+run full gcoll_bench_allreduce -m 4:64 -i 20 -x 2 -f
+if [ "$rc" -ne 0 ]; then fail "allreduce -f exited $rc"; show full
+else check_osu full Allreduce 7 "$SIZES"; fi
+
+run valid gcoll_bench_allreduce -m 4:4K -i 5 -x 1 -c
+if [ "$rc" -eq 0 ] && ! grep -q 'VALIDATION FAILED' "$TMP/valid.err"; then
+    pass "allreduce -c passes on correct results"
+else
+    fail "allreduce -c exited $rc on correct results"; show valid
+fi
+
+GCOLL_BENCH_INJECT_ERROR=1
+export GCOLL_BENCH_INJECT_ERROR
+run inject gcoll_bench_allreduce -m 4:64 -i 5 -x 1 -c
+unset GCOLL_BENCH_INJECT_ERROR
+if [ "$rc" -ne 0 ] && grep -q 'VALIDATION FAILED' "$TMP/inject.err" &&
+   grep -q 'validation failed' "$TMP/inject.err"; then
+    pass "allreduce -c catches an injected error (exit $rc, message on stderr)"
+else
+    fail "allreduce -c with GCOLL_BENCH_INJECT_ERROR=1: exit $rc, message missing?"; show inject
+fi
+
+# ---- --impl both: ratio column ---------------------------------------------
+run both gcoll_bench_allreduce -m 4:64 -i 20 -x 2 --impl both --blocks 3
+if [ "$rc" -ne 0 ]; then fail "allreduce --impl both exited $rc"; show both
+elif ! grep -q '^# Size .*MPI/gcoll' "$TMP/both.out"; then
+    fail "--impl both: no MPI/gcoll ratio column in the header"; show both
+elif ! grep -q 'above 1 means libgcoll is faster' "$TMP/both.out"; then
+    fail "--impl both: the header does not say which way the ratio reads"; show both
+elif ! check_rows both 8 "$SIZES"; then
+    fail "--impl both: rows not 8 numeric columns (got '$got')"; show both
+elif ! rows "$TMP/both.out" | awk '$4 <= 0 { bad = 1 } END { exit bad }'; then
+    fail "--impl both: a ratio is not positive"; show both
+else
+    pass "allreduce --impl both prints gcoll, MPI and ratio columns"
+fi
+
+# ---- --csv and --json ------------------------------------------------------
+run files gcoll_bench_allreduce -m 4:64 -i 10 -x 1 --impl both --csv "$TMP/r.csv" --json "$TMP/r.json"
+if [ "$rc" -ne 0 ] || [ ! -s "$TMP/r.csv" ]; then
+    fail "--csv: exit $rc, file missing or empty"; show files
+else
+    bad=$(awk -F, 'NR == 1 { n = NF; if ($0 !~ /size_bytes/ || $0 !~ /ratio_mpi_over_gcoll/) print "header"; next }
+        NF != n { print "fields:" NR }
+        { for (i = 5; i <= NF; i++) if ($i !~ /^-?[0-9]+(\.[0-9]+)?$/) print "value:" NR ":" $i }
+        END { if (NR != 6) print "records:" NR - 1 }' "$TMP/r.csv")
+    if [ -z "$bad" ]; then pass "--csv writes a header and 5 numeric records"
+    else fail "--csv: $bad"; sed 's/^/    | /' "$TMP/r.csv"; fi
+fi
+PY=""
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
+    if [ -n "$p" ] && command -v "$p" >/dev/null 2>&1; then PY=$p; break; fi
+done
+if [ -z "$PY" ]; then
+    echo "SKIP: --json check (no python3)"
+elif "$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["results"]
+assert [x["size_bytes"] for x in r] == [4, 8, 16, 32, 64], r
+assert all(x["gcoll_avg_us"] > 0 and x["mpi_avg_us"] > 0 and "ratio_mpi_over_gcoll" in x for x in r)
+assert d["collective"] == "allreduce" and d["ranks"] == 2' "$TMP/r.json" 2>"$TMP/json.err"; then
+    pass "--json writes one record per size with both implementations"
+else
+    fail "--json: $(tail -1 "$TMP/json.err")"
+fi
+
+# ---- other collectives, validated ------------------------------------------
+run bcast gcoll_bench_bcast -m 4:64 -i 10 -x 1 -c -r 1 --impl both
+if [ "$rc" -ne 0 ]; then fail "bcast -c -r 1 exited $rc"; show bcast
+else check_osu bcast Broadcast 8 "$SIZES"; fi
+
+run rs gcoll_bench_reduce_scatter -m 4:64 -i 10 -x 1 -c -T int32
+if [ "$rc" -ne 0 ]; then fail "reduce_scatter -c -T int32 exited $rc"; show rs
+else check_osu rs Reduce_scatter 4 "$SIZES"; fi
+
+run a2a gcoll_bench_alltoall -m 4:64 -i 10 -x 1 -c -T float64
+if [ "$rc" -ne 0 ]; then fail "alltoall -c -T float64 exited $rc"; show a2a
+else check_osu a2a All-to-All 4 "8 16 32 64"; fi   # float64: 4 bytes is below one element
+
+run barrier gcoll_bench_barrier -i 20 -x 2
+if [ "$rc" -eq 0 ] && check_rows barrier 4 "0"; then pass "barrier: one numeric row"
+else fail "barrier exited $rc or rows wrong (got '$got')"; show barrier; fi
+
+# ---- usage errors and device placement -------------------------------------
+run usage gcoll_bench_allreduce -m 64:4
+if [ "$rc" -ne 0 ] && grep -q "bad value" "$TMP/usage.err"; then pass "bad -m is refused with a message"
+else fail "bad -m: exit $rc"; show usage; fi
+
+run cuda gcoll_bench_allreduce -d cuda -m 4:64 -i 5 -x 1 -c
+if [ "$rc" -eq 0 ]; then pass "-d cuda runs (a CUDA device is present)"
+elif [ "$rc" -eq 77 ] && grep -q -- '-d cuda' "$TMP/cuda.err"; then
+    pass "-d cuda without a usable device: clear message, exit 77"
+else fail "-d cuda: exit $rc"; show cuda; fi
+
+# ---- plot ------------------------------------------------------------------
+PLOTPY=""
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
+    if [ -n "$p" ] && command -v "$p" >/dev/null 2>&1 && "$p" -c 'import matplotlib' 2>/dev/null; then
+        PLOTPY=$p; break
+    fi
+done
+if [ -z "$PLOTPY" ]; then
+    echo "SKIP: gcoll_plot.py (no python3 with matplotlib)"
+elif [ ! -s "$TMP/r.csv" ]; then
+    echo "SKIP: gcoll_plot.py (no CSV from the run above)"
+elif "$PLOTPY" "$srcdir/bench/gcoll_plot.py" "$TMP/r.csv" "$TMP/r.json" -o "$TMP/r.png" \
+        >"$TMP/plot.out" 2>&1 && [ "$(head -c 4 "$TMP/r.png" | tail -c 3)" = PNG ]; then
+    pass "gcoll_plot.py draws a PNG from CSV and JSON results"
+else
+    fail "gcoll_plot.py"; sed 's/^/    | /' "$TMP/plot.out"
+fi
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) FAILED"
+    exit 1
+fi
+echo "all benchmark checks passed"
+exit 0

@@ -1,0 +1,266 @@
+/* Bad input never crashes and never hangs (gcoll.h): every invalid argument
+ * returns its documented status with a sentence in gcoll_last_error().
+ *
+ * Every rank passes the same bad argument, so each rank can detect it on its
+ * own: a bad argument seen by one rank only may legitimately leave the others
+ * waiting (gcoll.h), which is not what this test is about.  An alarm turns a
+ * hang into a failure.
+ *
+ * Prints one line per failure and, on rank 0, "test_bad_input: N checks, M
+ * failures"; exits non-zero on any failure. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <mpi.h>
+#include "gcoll.h"
+
+#define HANG_SECONDS 120
+#define BAD_DTYPE ((gcoll_dtype_t)99)
+#define BAD_OP    ((gcoll_op_t)99)
+
+static int  rank, size;
+static long checks, failures;
+
+static void fail(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    failures++;
+    printf("FAIL rank %d: %s: ", rank, what);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* One check: `st` is `want`; a failure also leaves a sentence behind. */
+static void expect(const char *what, gcoll_status_t st, gcoll_status_t want)
+{
+    checks++;
+    if (st != want) {
+        fail(what, "returned %d (%s), expected %d", (int)st, gcoll_strerror(st), (int)want);
+        if (st != GCOLL_SUCCESS) printf("    last error: %s\n", gcoll_last_error());
+        return;
+    }
+    if (want == GCOLL_SUCCESS) return;
+    const char *msg = gcoll_last_error();
+    checks++;
+    if (msg == NULL || msg[0] == '\0') fail(what, "gcoll_last_error() is empty");
+}
+
+static void expect_invalid(const char *what, gcoll_status_t st)
+{
+    expect(what, st, GCOLL_ERR_INVALID_ARG);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: test_bad_input hung (no return within the alarm)\n";
+    ssize_t ignored = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+    (void)ignored;
+    _exit(1);
+}
+
+/* ----------------------------------------------------------- status ---- */
+
+static void test_strings(void)
+{
+    for (int a = 0; a < GCOLL_STATUS_COUNT; a++) {
+        const char *sa = gcoll_strerror((gcoll_status_t)a);
+        checks++;
+        if (sa == NULL || sa[0] == '\0') { fail("gcoll_strerror", "code %d is NULL or empty", a); continue; }
+        for (int b = 0; b < a; b++) {
+            checks++;
+            if (strcmp(sa, gcoll_strerror((gcoll_status_t)b)) == 0)
+                fail("gcoll_strerror", "two codes share the text \"%s\"", sa);
+        }
+    }
+    checks += 4;
+    if (gcoll_strerror((gcoll_status_t)99) == NULL) fail("gcoll_strerror(99)", "NULL");
+    if (gcoll_strerror((gcoll_status_t)-1) == NULL) fail("gcoll_strerror(-1)", "NULL");
+    if (strcmp(gcoll_dtype_name(BAD_DTYPE), "unknown") != 0) fail("gcoll_dtype_name(99)", "%s", gcoll_dtype_name(BAD_DTYPE));
+    if (strcmp(gcoll_op_name(BAD_OP), "unknown") != 0) fail("gcoll_op_name(99)", "%s", gcoll_op_name(BAD_OP));
+    checks += 2;
+    if (gcoll_dtype_size(BAD_DTYPE) != 0) fail("gcoll_dtype_size(99)", "not 0");
+    if (gcoll_get_version() != GCOLL_VERSION) fail("gcoll_get_version", "%d differs from GCOLL_VERSION", gcoll_get_version());
+}
+
+/* ------------------------------------------------------ communicator ---- */
+
+/* A malformed GCOLL_* setting fails gcoll_comm_create with a sentence that
+ * names the bad value. */
+static void test_bad_env(const char *var, const char *value, const char *named)
+{
+    char what[160];
+    snprintf(what, sizeof(what), "gcoll_comm_create with %s=%s", var, value);
+    setenv(var, value, 1);
+    gcoll_comm_t c = NULL;
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &c);
+    unsetenv(var);
+    expect_invalid(what, st);
+    if (st == GCOLL_SUCCESS) { gcoll_comm_destroy(c); return; }
+    checks++;
+    if (strstr(gcoll_last_error(), named) == NULL)
+        fail(what, "last error does not name the bad value: \"%s\"", gcoll_last_error());
+}
+
+static void test_create(void)
+{
+    gcoll_comm_t c = NULL;
+    expect_invalid("gcoll_comm_create(MPI_COMM_NULL)", gcoll_comm_create(MPI_COMM_NULL, &c));
+    expect_invalid("gcoll_comm_create(comm=NULL)", gcoll_comm_create(MPI_COMM_WORLD, NULL));
+    test_bad_env("GCOLL_ALGO", "allreduce=nosuch", "nosuch");
+    test_bad_env("GCOLL_ALGO", "nosuchcoll=ring", "nosuchcoll");
+    test_bad_env("GCOLL_TRANSPORT", "carrier-pigeon", "carrier-pigeon");
+    test_bad_env("GCOLL_NODE_SIZE", "lots", "lots");
+}
+
+/* Every call on a NULL or destroyed handle. */
+static void test_dead_handle(const char *how, gcoll_comm_t c)
+{
+    char what[96];
+    int buf[4] = {0}, out[4 * 64], r;
+    gcoll_stats_t st;
+#define DEAD(call) (snprintf(what, sizeof(what), "%s on %s comm", #call, how), expect_invalid(what, call))
+    DEAD(gcoll_allreduce(buf, out, 1, GCOLL_INT32, GCOLL_SUM, c));
+    DEAD(gcoll_bcast(buf, 1, GCOLL_INT32, 0, c));
+    DEAD(gcoll_reduce(buf, out, 1, GCOLL_INT32, GCOLL_SUM, 0, c));
+    DEAD(gcoll_allgather(buf, out, 1, GCOLL_INT32, c));
+    DEAD(gcoll_reduce_scatter(out, buf, 1, GCOLL_INT32, GCOLL_SUM, c));
+    DEAD(gcoll_alltoall(out, out + 64, 1, GCOLL_INT32, c));
+    DEAD(gcoll_barrier(c));
+    DEAD(gcoll_comm_rank(c, &r));
+    DEAD(gcoll_comm_size(c, &r));
+    DEAD(gcoll_comm_get_stats(c, &st));
+    DEAD(gcoll_comm_destroy(c));
+#undef DEAD
+}
+
+static void test_destroyed(void)
+{
+    gcoll_comm_t c = NULL;
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &c);
+    expect("gcoll_comm_create (to destroy)", st, GCOLL_SUCCESS);
+    if (st != GCOLL_SUCCESS) return;
+    expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
+    test_dead_handle("destroyed", c);
+}
+
+/* ------------------------------------------------------ collectives ---- */
+
+static void test_null_buffers(gcoll_comm_t c)
+{
+    int a[64] = {0}, b[64];
+    expect_invalid("allreduce sendbuf=NULL", gcoll_allreduce(NULL, b, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_invalid("allreduce recvbuf=NULL", gcoll_allreduce(a, NULL, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_invalid("bcast buf=NULL", gcoll_bcast(NULL, 4, GCOLL_INT32, 0, c));
+    expect_invalid("reduce sendbuf=NULL", gcoll_reduce(NULL, b, 4, GCOLL_INT32, GCOLL_SUM, 0, c));
+    expect_invalid("allgather sendbuf=NULL", gcoll_allgather(NULL, b, 4, GCOLL_INT32, c));
+    expect_invalid("allgather recvbuf=NULL", gcoll_allgather(a, NULL, 4, GCOLL_INT32, c));
+    expect_invalid("reduce_scatter sendbuf=NULL", gcoll_reduce_scatter(NULL, b, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_invalid("reduce_scatter recvbuf=NULL", gcoll_reduce_scatter(a, NULL, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_invalid("alltoall sendbuf=NULL", gcoll_alltoall(NULL, b, 4, GCOLL_INT32, c));
+    expect_invalid("alltoall recvbuf=NULL", gcoll_alltoall(a, NULL, 4, GCOLL_INT32, c));
+}
+
+static void test_bad_types(gcoll_comm_t c, gcoll_dtype_t dt, gcoll_op_t op, const char *label)
+{
+    char what[96];
+    int a[64] = {0}, b[64];
+#define BAD(name, call) (snprintf(what, sizeof(what), "%s %s", name, label), expect_invalid(what, call))
+    BAD("allreduce", gcoll_allreduce(a, b, 4, dt, op, c));
+    BAD("reduce", gcoll_reduce(a, b, 4, dt, op, 0, c));
+    BAD("reduce_scatter", gcoll_reduce_scatter(a, b, 4, dt, op, c));
+    if (op == GCOLL_SUM) {  /* no op argument: only a bad dtype applies */
+        BAD("bcast", gcoll_bcast(a, 4, dt, 0, c));
+        BAD("allgather", gcoll_allgather(a, b, 4, dt, c));
+        BAD("alltoall", gcoll_alltoall(a, b, 4, dt, c));
+    }
+#undef BAD
+}
+
+static void test_bad_root(gcoll_comm_t c, int root)
+{
+    char what[96];
+    int a[4] = {0}, b[4];
+    snprintf(what, sizeof(what), "bcast root=%d", root);
+    expect_invalid(what, gcoll_bcast(a, 4, GCOLL_INT32, root, c));
+    snprintf(what, sizeof(what), "reduce root=%d", root);
+    expect_invalid(what, gcoll_reduce(a, b, 4, GCOLL_INT32, GCOLL_SUM, root, c));
+}
+
+static void test_bad_out_pointers(gcoll_comm_t c)
+{
+    expect_invalid("gcoll_comm_rank(rank=NULL)", gcoll_comm_rank(c, NULL));
+    expect_invalid("gcoll_comm_size(size=NULL)", gcoll_comm_size(c, NULL));
+    expect_invalid("gcoll_comm_get_stats(stats=NULL)", gcoll_comm_get_stats(c, NULL));
+}
+
+/* count 0 returns at once, buffers may be NULL (gcoll.h). */
+static void test_count_zero(gcoll_comm_t c)
+{
+    expect("allreduce count=0 NULL", gcoll_allreduce(NULL, NULL, 0, GCOLL_FLOAT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    expect("bcast count=0 NULL", gcoll_bcast(NULL, 0, GCOLL_FLOAT32, 0, c), GCOLL_SUCCESS);
+    expect("reduce count=0 NULL", gcoll_reduce(NULL, NULL, 0, GCOLL_FLOAT32, GCOLL_SUM, 0, c), GCOLL_SUCCESS);
+    expect("allgather count=0 NULL", gcoll_allgather(NULL, NULL, 0, GCOLL_FLOAT32, c), GCOLL_SUCCESS);
+    expect("reduce_scatter count=0 NULL",
+           gcoll_reduce_scatter(NULL, NULL, 0, GCOLL_FLOAT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    expect("alltoall count=0 NULL", gcoll_alltoall(NULL, NULL, 0, GCOLL_FLOAT32, c), GCOLL_SUCCESS);
+}
+
+/* After all that, the communicator still works. */
+static void test_still_works(gcoll_comm_t c)
+{
+    int one = 1, sum = 0;
+    expect("allreduce after bad calls", gcoll_allreduce(&one, &sum, 1, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    checks++;
+    if (sum != size) fail("allreduce after bad calls", "sum %d, expected %d", sum, size);
+    expect("barrier after bad calls", gcoll_barrier(c), GCOLL_SUCCESS);
+}
+
+static void test_collectives(void)
+{
+    gcoll_comm_t c = NULL;
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &c);
+    expect("gcoll_comm_create", st, GCOLL_SUCCESS);
+    if (st != GCOLL_SUCCESS) return;
+    test_null_buffers(c);
+    test_bad_types(c, BAD_DTYPE, GCOLL_SUM, "dtype=99");
+    test_bad_types(c, (gcoll_dtype_t)-1, GCOLL_SUM, "dtype=-1");
+    test_bad_types(c, GCOLL_DTYPE_COUNT, GCOLL_SUM, "dtype=GCOLL_DTYPE_COUNT");
+    test_bad_types(c, GCOLL_INT32, BAD_OP, "op=99");
+    test_bad_types(c, GCOLL_INT32, GCOLL_OP_COUNT, "op=GCOLL_OP_COUNT");
+    test_bad_root(c, -1);
+    test_bad_root(c, size);
+    test_bad_out_pointers(c);
+    test_count_zero(c);
+    test_still_works(c);
+    expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    signal(SIGALRM, on_alarm);
+    alarm(HANG_SECONDS);
+    test_strings();
+    test_create();
+    test_dead_handle("NULL", NULL);
+    test_collectives();
+    test_destroyed();
+    alarm(0);
+
+    long mine[2] = {checks, failures}, sum[2];
+    MPI_Allreduce(mine, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_bad_input: %ld checks, %ld failures\n", sum[0], sum[1]);
+    MPI_Finalize();
+    return sum[1] ? 1 : 0;
+}

@@ -1,0 +1,485 @@
+/* The shared-memory executor (libgcoll/shm) against MPI's own collectives
+ * and a serial reference, on a real segment with real MPI ranks.
+ *
+ *   mpirun -np N test_shm        correctness matrix (N = 1..4; all ranks
+ *                                must share one node)
+ *   mpirun -np 2 test_shm -b     timing: gcoll_shm_allreduce vs MPI_Allreduce,
+ *                                interleaved blocks, medians
+ *
+ * Data are small integers, so every op is exact in every dtype and results
+ * compare bit for bit.  Any mismatch prints a line starting "FAIL" and the
+ * program exits 1. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <mpi.h>
+#include "gcoll.h"
+#include "shm/shm.h"
+#include "algos/peers.h"
+#include "core/config.h"
+
+static int rank, size, failures;
+static gcoll_shm_t *shm;
+
+#define FAIL(...) \
+    do { \
+        if (failures++ < 20) { \
+            fprintf(stderr, "FAIL rank %d: ", rank); \
+            fprintf(stderr, __VA_ARGS__); \
+            fprintf(stderr, "\n"); \
+        } \
+    } while (0)
+
+#define CHECK_ST(_call) \
+    do { \
+        gcoll_status_t _st = (_call); \
+        if (_st != GCOLL_SUCCESS) { \
+            FAIL("%s returned %s: %s", #_call, gcoll_strerror(_st), gcoll_last_error()); \
+            return; \
+        } \
+    } while (0)
+
+/* ---- typed access to small integer values ------------------------------- */
+
+static const gcoll_dtype_t dtypes[] = { GCOLL_INT32, GCOLL_INT64, GCOLL_FLOAT32, GCOLL_FLOAT64,
+                                        GCOLL_BFLOAT16 };
+static const gcoll_op_t ops[] = { GCOLL_SUM, GCOLL_MAX, GCOLL_MIN, GCOLL_PROD };
+static const size_t counts[] = { 0, 1, 7, 1023, 65537, (1u << 20) + 3 };
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static void put(void *buf, size_t i, gcoll_dtype_t dt, double v)
+{
+    switch (dt) {
+    case GCOLL_INT32:   ((int32_t *)buf)[i] = (int32_t)v; break;
+    case GCOLL_INT64:   ((int64_t *)buf)[i] = (int64_t)v; break;
+    case GCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case GCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+    default: {   /* bfloat16: small integers are exact, truncation is exact */
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        ((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
+    }
+    }
+}
+
+static double get(const void *buf, size_t i, gcoll_dtype_t dt)
+{
+    switch (dt) {
+    case GCOLL_INT32:   return ((const int32_t *)buf)[i];
+    case GCOLL_INT64:   return (double)((const int64_t *)buf)[i];
+    case GCOLL_FLOAT32: return ((const float *)buf)[i];
+    case GCOLL_FLOAT64: return ((const double *)buf)[i];
+    default: {
+        uint32_t u = (uint32_t)((const uint16_t *)buf)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    }
+}
+
+static MPI_Datatype mpi_dtype(gcoll_dtype_t dt)
+{
+    switch (dt) {
+    case GCOLL_INT32:   return MPI_INT32_T;
+    case GCOLL_INT64:   return MPI_INT64_T;
+    case GCOLL_FLOAT32: return MPI_FLOAT;
+    case GCOLL_FLOAT64: return MPI_DOUBLE;
+    default:            return MPI_DATATYPE_NULL;   /* no MPI bfloat16 */
+    }
+}
+
+static MPI_Op mpi_op(gcoll_op_t op)
+{
+    return op == GCOLL_SUM ? MPI_SUM : op == GCOLL_PROD ? MPI_PROD : op == GCOLL_MIN ? MPI_MIN : MPI_MAX;
+}
+
+/* Input of rank r at element i: in [-8, 8] (PROD: in {-2, -1, 1, 2}, so a
+ * product over 4 ranks stays within bfloat16's exact integers). */
+static double value(int r, size_t i, unsigned seed, gcoll_op_t op)
+{
+    uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)r * 40503u ^ seed * 0x9e3779b9u;
+    h ^= h >> 15;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    if (op == GCOLL_PROD) {
+        static const double v[4] = { -2, -1, 1, 2 };
+        return v[h & 3];
+    }
+    return (double)(h % 17) - 8;
+}
+
+static double reference(size_t i, unsigned seed, gcoll_op_t op)
+{
+    double acc = value(0, i, seed, op);
+    for (int r = 1; r < size; r++) {
+        double v = value(r, i, seed, op);
+        acc = op == GCOLL_SUM ? acc + v : op == GCOLL_PROD ? acc * v
+            : op == GCOLL_MIN ? fmin(acc, v) : fmax(acc, v);
+    }
+    return acc;
+}
+
+static void fill(void *buf, size_t off, size_t n, gcoll_dtype_t dt, gcoll_op_t op, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) put(buf, i, dt, value(rank, off + i, seed, op));
+}
+
+/* Elements [0, n) of got against the reference of elements [off, off + n). */
+static void expect_ref(const char *what, const void *got, size_t off, size_t n, gcoll_dtype_t dt,
+                       gcoll_op_t op, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        double want = reference(off + i, seed, op), g = get(got, i, dt);
+        if (g != want) {
+            FAIL("%s: element %zu is %g, want %g", what, off + i, g, want);
+            return;
+        }
+    }
+}
+
+static void expect_same(const char *what, const void *got, const void *want, size_t bytes)
+{
+    if (bytes && memcmp(got, want, bytes) != 0) FAIL("%s: differs from MPI's result", what);
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "FAIL rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    memset(p, 0x5a, bytes);   /* garbage, not zeros: an unwritten result shows */
+    return p;
+}
+
+/* ---- one test per collective ---------------------------------------------- */
+
+static void test_allreduce(size_t n, gcoll_dtype_t dt, gcoll_op_t op, int inplace, unsigned seed)
+{
+    char what[160];
+    size_t dts = gcoll_dtype_size(dt);
+    snprintf(what, sizeof(what), "allreduce n=%zu %s %s%s", n, gcoll_dtype_name(dt),
+             gcoll_op_name(op), inplace ? " in-place" : "");
+    void *src = xmalloc(n * dts), *dst = inplace ? src : xmalloc(n * dts), *mpi = xmalloc(n * dts);
+    fill(src, 0, n, dt, op, seed);
+    if (mpi_dtype(dt) != MPI_DATATYPE_NULL)
+        MPI_Allreduce(src, mpi, (int)n, mpi_dtype(dt), mpi_op(op), MPI_COMM_WORLD);
+    gcoll_status_t st = gcoll_shm_allreduce(shm, src, dst, n, dt, op);
+    if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    expect_ref(what, dst, 0, n, dt, op, seed);
+    if (mpi_dtype(dt) != MPI_DATATYPE_NULL) expect_same(what, dst, mpi, n * dts);
+    free(mpi);
+    if (!inplace) free(dst);
+    free(src);
+}
+
+static void test_reduce_scatter(size_t n, gcoll_dtype_t dt, gcoll_op_t op, int inplace,
+                                unsigned seed)
+{
+    char what[160];
+    size_t dts = gcoll_dtype_size(dt), off = gcoll_block_off(n, size, rank);
+    size_t len = gcoll_block_len(n, size, rank);
+    snprintf(what, sizeof(what), "reduce_scatter n=%zu %s %s%s", n, gcoll_dtype_name(dt),
+             gcoll_op_name(op), inplace ? " in-place" : "");
+    unsigned char *src = xmalloc(n * dts), *dst = inplace ? src + off * dts : xmalloc(len * dts);
+    void *mpi = xmalloc(len * dts);
+    fill(src, 0, n, dt, op, seed);
+    if (mpi_dtype(dt) != MPI_DATATYPE_NULL) {
+        int rc[size];
+        for (int j = 0; j < size; j++) rc[j] = (int)gcoll_block_len(n, size, j);
+        MPI_Reduce_scatter(src, mpi, rc, mpi_dtype(dt), mpi_op(op), MPI_COMM_WORLD);
+    }
+    gcoll_status_t st = gcoll_shm_reduce_scatter(shm, src, dst, n, dt, op);
+    if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    expect_ref(what, dst, off, len, dt, op, seed);
+    if (mpi_dtype(dt) != MPI_DATATYPE_NULL) expect_same(what, dst, mpi, len * dts);
+    free(mpi);
+    if (!inplace) free(dst);
+    free(src);
+}
+
+static void test_reduce(size_t n, gcoll_dtype_t dt, gcoll_op_t op, int inplace, int root,
+                        unsigned seed)
+{
+    char what[160];
+    size_t dts = gcoll_dtype_size(dt);
+    snprintf(what, sizeof(what), "reduce n=%zu %s %s root %d%s", n, gcoll_dtype_name(dt),
+             gcoll_op_name(op), root, inplace ? " in-place" : "");
+    void *src = xmalloc(n * dts), *mpi = xmalloc(n * dts), *dst = NULL;
+    if (rank == root) dst = inplace ? src : xmalloc(n * dts);
+    fill(src, 0, n, dt, op, seed);
+    if (mpi_dtype(dt) != MPI_DATATYPE_NULL)
+        MPI_Reduce(src, mpi, (int)n, mpi_dtype(dt), mpi_op(op), root, MPI_COMM_WORLD);
+    gcoll_status_t st = gcoll_shm_reduce(shm, src, dst, n, dt, op, root);
+    if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    if (rank == root) {
+        expect_ref(what, dst, 0, n, dt, op, seed);
+        if (mpi_dtype(dt) != MPI_DATATYPE_NULL) expect_same(what, dst, mpi, n * dts);
+    } else {   /* a non-root's input must be left alone */
+        void *again = xmalloc(n * dts);
+        fill(again, 0, n, dt, op, seed);
+        if (n && memcmp(again, src, n * dts)) FAIL("%s: non-root's src was modified", what);
+        free(again);
+    }
+    if (rank == root && !inplace) free(dst);
+    free(mpi);
+    free(src);
+}
+
+static unsigned char byte_of(size_t i, unsigned seed) { return (unsigned char)(i * 131 + seed * 7 + 1); }
+
+static void test_allgather(size_t n, size_t dts, int inplace, unsigned seed)
+{
+    char what[160];
+    size_t off = gcoll_block_off(n, size, rank) * dts, len = gcoll_block_len(n, size, rank) * dts;
+    snprintf(what, sizeof(what), "allgather n=%zu elem %zu B%s", n, dts, inplace ? " in-place" : "");
+    unsigned char *dst = xmalloc(n * dts), *mpi = xmalloc(n * dts), *src = inplace ? dst + off : xmalloc(len);
+    for (size_t i = 0; i < len; i++) src[i] = byte_of(off + i, seed);
+    int rc[size], displ[size];
+    for (int j = 0; j < size; j++) {
+        rc[j] = (int)(gcoll_block_len(n, size, j) * dts);
+        displ[j] = (int)(gcoll_block_off(n, size, j) * dts);
+    }
+    MPI_Allgatherv(src, (int)len, MPI_BYTE, mpi, rc, displ, MPI_BYTE, MPI_COMM_WORLD);
+    gcoll_status_t st = gcoll_shm_allgather(shm, src, dst, n, dts);
+    if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    for (size_t i = 0; i < n * dts; i++)
+        if (dst[i] != byte_of(i, seed)) {
+            FAIL("%s: byte %zu is %u, want %u", what, i, dst[i], byte_of(i, seed));
+            break;
+        }
+    expect_same(what, dst, mpi, n * dts);
+    if (!inplace) free(src);
+    free(mpi);
+    free(dst);
+}
+
+static void test_bcast(size_t bytes, int root, unsigned seed)
+{
+    char what[160];
+    snprintf(what, sizeof(what), "bcast %zu B root %d", bytes, root);
+    unsigned char *buf = xmalloc(bytes), *mpi = xmalloc(bytes);
+    if (rank == root)
+        for (size_t i = 0; i < bytes; i++) buf[i] = mpi[i] = byte_of(i, seed);
+    MPI_Bcast(mpi, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    gcoll_status_t st = gcoll_shm_bcast(shm, buf, bytes, root);
+    if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    expect_same(what, buf, mpi, bytes);
+    free(mpi);
+    free(buf);
+}
+
+/* Each rank bumps its counter in an MPI shared window, arriving at staggered
+ * times; after the barrier every counter must show the same round. */
+static void test_barrier(void)
+{
+    MPI_Win win;
+    volatile int *mine, *base;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, node, (void *)&mine, &win);
+    MPI_Aint sz;
+    int du;
+    MPI_Win_shared_query(win, 0, &sz, &du, (void *)&base);
+    *mine = 0;
+    MPI_Barrier(node);
+    for (int round = 1; round <= 200; round++) {
+        if ((round + rank) % 7 == 0) usleep(200);
+        __atomic_store_n(mine, round, __ATOMIC_RELEASE);
+        gcoll_status_t st = gcoll_shm_barrier(shm);
+        if (st) { FAIL("barrier: %s", gcoll_last_error()); break; }
+        for (int j = 0; j < size; j++) {
+            int v = __atomic_load_n(&base[j], __ATOMIC_ACQUIRE);
+            if (v < round) { FAIL("barrier round %d: rank %d had not arrived (%d)", round, j, v); break; }
+        }
+        st = gcoll_shm_barrier(shm);   /* nobody bumps again before all checked */
+        if (st) { FAIL("barrier: %s", gcoll_last_error()); break; }
+    }
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
+/* ---- drivers ------------------------------------------------------------------ */
+
+static void run_matrix(void)
+{
+    unsigned seed = 1;
+    for (size_t c = 0; c < NELEMS(counts); c++)
+        for (size_t d = 0; d < NELEMS(dtypes); d++)
+            for (size_t o = 0; o < NELEMS(ops); o++)
+                for (int ip = 0; ip < 2; ip++) {
+                    size_t n = counts[c];
+                    test_allreduce(n, dtypes[d], ops[o], ip, seed++);
+                    test_reduce_scatter(n, dtypes[d], ops[o], ip, seed++);
+                    /* every root at the small sizes, two roots at the big ones */
+                    for (int root = 0; root < size; root++)
+                        if (n < 100000 || root == 0 || root == size - 1)
+                            test_reduce(n, dtypes[d], ops[o], ip, root, seed++);
+                }
+    size_t dts[] = { 1, 2, 3, 4, 8 };
+    for (size_t c = 0; c < NELEMS(counts); c++)
+        for (size_t d = 0; d < NELEMS(dts); d++)
+            for (int ip = 0; ip < 2; ip++) test_allgather(counts[c], dts[d], ip, seed++);
+    size_t bytes[] = { 0, 1, 8, 56, 57, 1000, 65537, (3u << 20) + 5 };
+    for (size_t b = 0; b < NELEMS(bytes); b++)
+        for (int root = 0; root < size; root++) test_bcast(bytes[b], root, seed++);
+}
+
+/* Many collectives back to back with no MPI call between them (an MPI call
+ * would resynchronise the ranks and hide a slot-reuse race); results are
+ * kept and checked at the end. */
+static void run_back_to_back(void)
+{
+    enum { ROUNDS = 300 };
+    static const size_t sizes[] = { 1, 7, 14, 15, 100, 4000, 4097, 20000, 70000 };
+    void *res[ROUNDS];
+    size_t cnt[ROUNDS];
+    for (int it = 0; it < ROUNDS; it++) {
+        size_t n = sizes[(size_t)it % NELEMS(sizes)];
+        if (it < 60) n = (size_t)1 + (size_t)it % 14;   /* first 60: tiny, inline */
+        cnt[it] = n;
+        res[it] = xmalloc(n * sizeof(float));
+        float *src = xmalloc(n * sizeof(float));
+        fill(src, 0, n, GCOLL_FLOAT32, GCOLL_SUM, 1000u + (unsigned)it);
+        gcoll_status_t st = gcoll_shm_allreduce(shm, src, res[it], n, GCOLL_FLOAT32, GCOLL_SUM);
+        if (st) FAIL("back-to-back allreduce %d: %s", it, gcoll_last_error());
+        if (it % 5 == 4) {   /* interleave other collectives on the same slots */
+            unsigned char b[64];
+            if (rank == it % size) memset(b, it, sizeof(b));
+            gcoll_shm_bcast(shm, b, (size_t)(it % 64) + 1, it % size);
+            for (int i = 0; i <= it % 64; i++)
+                if (b[i] != (unsigned char)it) { FAIL("back-to-back bcast %d byte %d", it, i); break; }
+            gcoll_shm_barrier(shm);
+        }
+        free(src);
+    }
+    for (int it = 0; it < ROUNDS; it++) {
+        char what[64];
+        snprintf(what, sizeof(what), "back-to-back allreduce %d (n=%zu)", it, cnt[it]);
+        expect_ref(what, res[it], 0, cnt[it], GCOLL_FLOAT32, GCOLL_SUM, 1000u + (unsigned)it);
+        free(res[it]);
+    }
+}
+
+/* A rank that never arrives: the others must return GCOLL_ERR_TIMEOUT naming
+ * it, and later calls on that executor must fail rather than hang. */
+static void run_timeout(void)
+{
+    if (size < 2) return;
+    gcoll_shm_t *t;
+    if (gcoll_shm_create(MPI_COMM_WORLD, &t)) { FAIL("create for timeout test: %s", gcoll_last_error()); return; }
+    double saved = gcoll_config.timeout;
+    gcoll_config.timeout = 0.3;
+    if (rank != 0) {
+        gcoll_status_t st = gcoll_shm_barrier(t);
+        if (st != GCOLL_ERR_TIMEOUT) FAIL("timeout test: got %s, want a timeout", gcoll_strerror(st));
+        else if (!strstr(gcoll_last_error(), "local rank(s) 0"))
+            FAIL("timeout test: message does not name rank 0: %s", gcoll_last_error());
+        if (gcoll_shm_barrier(t) != GCOLL_ERR_TRANSPORT) FAIL("timeout test: a broken executor still ran");
+    }
+    gcoll_config.timeout = saved;
+    MPI_Barrier(MPI_COMM_WORLD);
+    gcoll_shm_destroy(t);
+}
+
+static void run_args(void)
+{
+    float x = 1;
+    if (gcoll_shm_allreduce(shm, &x, &x, 1, GCOLL_FLOAT32, GCOLL_AVG) != GCOLL_ERR_INVALID_ARG)
+        FAIL("allreduce accepted AVG");
+    if (gcoll_shm_allreduce(shm, NULL, &x, 1, GCOLL_FLOAT32, GCOLL_SUM) != GCOLL_ERR_INVALID_ARG)
+        FAIL("allreduce accepted a NULL src");
+    if (gcoll_shm_bcast(shm, &x, 4, size) != GCOLL_ERR_INVALID_ARG) FAIL("bcast accepted root == size");
+    if (gcoll_shm_reduce(shm, &x, &x, 1, (gcoll_dtype_t)99, GCOLL_SUM, 0) != GCOLL_ERR_INVALID_ARG)
+        FAIL("reduce accepted dtype 99");
+}
+
+/* ---- timing ----------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Seconds per call of `iters` calls, slowest rank. */
+static double time_block(int use_mpi, float *src, float *dst, size_t n, int iters)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++) {
+        if (use_mpi) MPI_Allreduce(src, dst, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else gcoll_shm_allreduce(shm, src, dst, n, GCOLL_FLOAT32, GCOLL_SUM);
+    }
+    double t = (MPI_Wtime() - t0) / iters, tmax;
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return tmax;
+}
+
+static void run_bench(void)
+{
+    static const size_t sizes[] = { 8, 64u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20 };
+    enum { BLOCKS = 9 };
+    if (rank == 0)
+        printf("# float32 sum, %d ranks, median of %d interleaved blocks\n"
+               "# %10s %12s %12s %8s %14s %14s\n", size, BLOCKS, "bytes", "shm_us", "mpi_us",
+               "mpi/shm", "shm_busbw_GB/s", "mpi_busbw_GB/s");
+    for (size_t s = 0; s < NELEMS(sizes); s++) {
+        size_t n = sizes[s] / sizeof(float);
+        float *src = xmalloc(sizes[s]), *dst = xmalloc(sizes[s]);
+        for (size_t i = 0; i < n; i++) src[i] = (float)(i % 7);
+        int iters = sizes[s] <= 8 ? 20000 : (int)(((size_t)256 << 20) / sizes[s]);
+        if (iters < 3) iters = 3;
+        double t[2][BLOCKS];
+        time_block(0, src, dst, n, 1 + iters / 10);   /* warm up both */
+        time_block(1, src, dst, n, 1 + iters / 10);
+        for (int b = 0; b < BLOCKS; b++) {
+            t[0][b] = time_block(0, src, dst, n, iters);
+            t[1][b] = time_block(1, src, dst, n, iters);
+        }
+        qsort(t[0], BLOCKS, sizeof(double), cmp_double);
+        qsort(t[1], BLOCKS, sizeof(double), cmp_double);
+        double ts = t[0][BLOCKS / 2], tm = t[1][BLOCKS / 2];
+        double f = size > 1 ? 2.0 * (size - 1) / size : 1;   /* nccl-tests busbw factor */
+        if (rank == 0)
+            printf("  %10zu %12.3f %12.3f %8.2f %14.2f %14.2f\n", sizes[s], ts * 1e6, tm * 1e6,
+                   tm / ts, f * (double)sizes[s] / ts * 1e-9, f * (double)sizes[s] / tm * 1e-9);
+        free(src);
+        free(dst);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int bench = argc > 1 && !strcmp(argv[1], "-b");
+    gcoll_status_t st = gcoll_shm_create(MPI_COMM_WORLD, &shm);
+    if (st) {
+        fprintf(stderr, "FAIL rank %d: gcoll_shm_create: %s\n", rank, gcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (bench) {
+        run_bench();
+    } else {
+        run_args();
+        run_matrix();
+        run_back_to_back();
+        test_barrier();
+        run_timeout();
+    }
+    gcoll_shm_destroy(shm);
+    int all;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && !bench) printf("test_shm: %d ranks: %s (%d failures)\n", size, all ? "FAIL" : "ok", all);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
