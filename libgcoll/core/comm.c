@@ -228,6 +228,9 @@ gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
         st = GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_dup failed");
         goto err_free;
     }
+    /* errors on our duplicate come back as codes (e.g. a truncated message
+     * becomes GCOLL_ERR_TRANSPORT), not as an abort of the job */
+    MPI_Comm_set_errhandler(c->mpi_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->mpi_comm, &c->rank);
     MPI_Comm_size(c->mpi_comm, &c->size);
     if ((st = topo_init(c)) != GCOLL_SUCCESS) goto err_free;

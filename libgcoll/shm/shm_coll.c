@@ -386,6 +386,7 @@ gcoll_status_t gcoll_shm_bcast(gcoll_shm_t *shm, void *buf, size_t bytes, int ro
     GCOLL_TRY(shm_check_root(shm, "gcoll_shm_bcast", root));
     if (!bytes) return GCOLL_SUCCESS;
     if (!buf) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_bcast: NULL buffer");
+    if (shm->size == 1) return GCOLL_SUCCESS;
     unsigned char *b = buf;
     size_t sub = shm->area, n = ceil_div(bytes, sub);
     int tiny = bytes <= GCOLL_SHM_INLINE, me = shm->rank;

@@ -64,7 +64,7 @@ static int gcoll_tl_mpi_tag_mask(MPI_Comm comm)
     int *ub = NULL, flag = 0, mask = 0x7fff;   /* MPI guarantees MPI_TAG_UB >= 32767 */
 
     if (MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub) {
-        while (mask < INT_MAX / 2 && ((mask << 1) | 1) <= *ub) {
+        while (mask <= INT_MAX / 2 && ((mask << 1) | 1) <= *ub) {
             mask = (mask << 1) | 1;
         }
     }

@@ -33,15 +33,6 @@ static gcoll_shm_t *shm;
         } \
     } while (0)
 
-#define CHECK_ST(_call) \
-    do { \
-        gcoll_status_t _st = (_call); \
-        if (_st != GCOLL_SUCCESS) { \
-            FAIL("%s returned %s: %s", #_call, gcoll_strerror(_st), gcoll_last_error()); \
-            return; \
-        } \
-    } while (0)
-
 /* ---- typed access to small integer values ------------------------------- */
 
 static const gcoll_dtype_t dtypes[] = { GCOLL_INT32, GCOLL_INT64, GCOLL_FLOAT32, GCOLL_FLOAT64,
@@ -316,6 +307,9 @@ static void run_matrix(void)
             for (size_t o = 0; o < NELEMS(ops); o++)
                 for (int ip = 0; ip < 2; ip++) {
                     size_t n = counts[c];
+                    /* the largest count exercises chunking, which the op
+                     * does not change: two ops keep the run short */
+                    if (n > 100000 && ops[o] != GCOLL_SUM && ops[o] != GCOLL_MIN) continue;
                     test_allreduce(n, dtypes[d], ops[o], ip, seed++);
                     test_reduce_scatter(n, dtypes[d], ops[o], ip, seed++);
                     /* every root at the small sizes, two roots at the big ones */

@@ -257,6 +257,12 @@ static int is_reducing(gcoll_coll_t c)
     return c == GCOLL_COLL_ALLREDUCE || c == GCOLL_COLL_REDUCE || c == GCOLL_COLL_REDUCE_SCATTER;
 }
 
+/* Collectives whose per-rank buffers hold P blocks of count. */
+static int has_blocks(gcoll_coll_t c)
+{
+    return c == GCOLL_COLL_ALLGATHER || c == GCOLL_COLL_REDUCE_SCATTER || c == GCOLL_COLL_ALLTOALL;
+}
+
 static int has_root(gcoll_coll_t c) { return c == GCOLL_COLL_BCAST || c == GCOLL_COLL_REDUCE; }
 
 static int has_inplace(gcoll_coll_t c)
@@ -956,22 +962,40 @@ static void run_layout(tcase_t c)
     }
 }
 
-/* Every root and in-place choice of one (P, count, dtype, op). */
+enum { ROOTS_ALL = -1, ROOTS_FEW = -2 };   /* else one root, taken modulo P */
+
+/* Roots to try: every one, or 0, 1, P/2, P-1 (distinct), or the one asked. */
+static int roots_for(const gcoll_algo_t *algo, int P, int pick, int *roots)
+{
+    int cand[4] = { 0, 1, P / 2, P - 1 }, n = 0;
+    if (!has_root(algo->coll) || pick >= 0) {
+        roots[0] = has_root(algo->coll) ? pick % P : 0;
+        return 1;
+    }
+    if (pick == ROOTS_ALL) {
+        for (int r = 0; r < P; r++) roots[n++] = r;
+        return n;
+    }
+    for (int i = 0; i < 4; i++) {
+        int dup = cand[i] >= P;
+        for (int j = 0; j < n; j++) dup |= roots[j] == cand[i];
+        if (!dup) roots[n++] = cand[i];
+    }
+    return n;
+}
+
+/* Every in-place choice of one (P, count, dtype, op) for the given roots. */
 static void run_roots(const gcoll_algo_t *algo, int P, size_t count, combo_t k, size_t chunk,
-                      int layout)
+                      int layout, int pick)
 {
     gcoll_coll_t coll = algo->coll;
-    int roots[4] = { 0, 1, P / 2, P - 1 }, nroots = 4;
+    int roots[256], nroots = roots_for(algo, P, pick, roots);
     if (case_bytes(algo, P, count, k.dt) > CASE_BYTES_MAX) {
         n_skipped++;
         return;
     }
-    if (!has_root(coll)) nroots = 1;
-    else if (P <= 8) nroots = P;
     for (int i = 0; i < nroots; i++) {
-        int root = (has_root(coll) && P <= 8) ? i : roots[i] % P;
-        if (i > 0 && P > 8 && (root == roots[i - 1] % P || (i > 1 && root == roots[i - 2] % P)))
-            continue;   /* duplicate root for small P */
+        int root = roots[i];
         for (int inplace = 0; inplace <= has_inplace(coll); inplace++) {
             tcase_t c = { algo, P, count, k.dt, k.op, root, inplace, chunk, 0, layout };
             run_layout(c);
@@ -998,11 +1022,16 @@ static int combos_for(const gcoll_algo_t *algo, int P, size_t count, combo_t *ou
             for (int o = 0; o < GCOLL_OP_COUNT; o++) out[n++] = (combo_t){ (gcoll_dtype_t)d, (gcoll_op_t)o };
         return n;
     }
+    size_t x = (size_t)P * 7 + count;   /* one varying over the matrix */
+    combo_t vary = { (gcoll_dtype_t)(x % GCOLL_DTYPE_COUNT), (gcoll_op_t)(x / 3 % GCOLL_OP_COUNT) };
     out[n++] = (combo_t){ GCOLL_INT32, GCOLL_SUM };
+    if (has_blocks(algo->coll) && P >= 64) {   /* P*P*count work: two suffice */
+        out[n++] = vary;
+        return n;
+    }
     out[n++] = (combo_t){ GCOLL_FLOAT32, GCOLL_MAX };
     out[n++] = (combo_t){ GCOLL_BFLOAT16, GCOLL_AVG };
-    size_t x = (size_t)P * 7 + count;   /* and one more, varying over the matrix */
-    out[n++] = (combo_t){ (gcoll_dtype_t)(x % GCOLL_DTYPE_COUNT), (gcoll_op_t)(x / 3 % GCOLL_OP_COUNT) };
+    out[n++] = vary;
     return n;
 }
 
@@ -1020,13 +1049,20 @@ static void run_matrix(const gcoll_algo_t *algo)
         }
         size_t counts[6] = { 0, 1, 7, 1021, (size_t)P - 1, 3 * (size_t)P + 1 };
         for (int ic = 0; ic < 6; ic++) {
+            /* P blocks per rank: keep P*P*count (the work of a case) small */
+            if (has_blocks(algo->coll) && ((counts[ic] == 1021 && P > 33) ||
+                                           (counts[ic] > (size_t)P && P >= 64)))
+                continue;
             int dup = 0;
             for (int j = 0; j < ic; j++) dup |= counts[j] == counts[ic];
             if (dup) continue;
             combo_t k[GCOLL_DTYPE_COUNT * GCOLL_OP_COUNT];
             int nk = combos_for(algo, P, counts[ic], k);
+            /* every root (P <= 8) or a few with the first (dtype, op); the
+             * others each with one root, rotating */
             for (int i = 0; i < nk; i++)
-                run_roots(algo, P, counts[ic], k[i], 0, (ip + ic + i) % LAYOUT_COUNT);
+                run_roots(algo, P, counts[ic], k[i], 0, (ip + ic + i) % LAYOUT_COUNT,
+                          i ? (int)(ic + i) : P <= 8 ? ROOTS_ALL : ROOTS_FEW);
         }
     }
 }
@@ -1039,13 +1075,13 @@ static void run_big(const gcoll_algo_t *algo)
     if (algo->coll == GCOLL_COLL_BARRIER) return;
     combo_t sum = { GCOLL_FLOAT32, GCOLL_SUM }, max = { GCOLL_INT32, GCOLL_MAX };
     for (int i = 0; i < (quick ? 2 : 5); i++) {
-        run_roots(algo, small_chunk_P[i], 5000, sum, 256, i % LAYOUT_COUNT);
-        if (is_reducing(algo->coll)) run_roots(algo, small_chunk_P[i], 4999, max, 256, LAYOUT_ONE);
+        run_roots(algo, small_chunk_P[i], 5000, sum, 256, i % LAYOUT_COUNT, ROOTS_FEW);
+        if (is_reducing(algo->coll)) run_roots(algo, small_chunk_P[i], 4999, max, 256, LAYOUT_ONE, ROOTS_FEW);
     }
     for (int i = 0; i < (quick ? 1 : 4); i++) {
         size_t count = 75000;   /* 300 kB of float32 */
-        if (algo->coll == GCOLL_COLL_ALLTOALL) count /= (size_t)big_P[i];
-        run_roots(algo, big_P[i], count, sum, 0, (i + 1) % LAYOUT_COUNT);
+        if (has_blocks(algo->coll)) count /= (size_t)big_P[i];   /* ~300 kB per rank */
+        run_roots(algo, big_P[i], count, sum, 0, (i + 1) % LAYOUT_COUNT, ROOTS_FEW);
     }
 }
 

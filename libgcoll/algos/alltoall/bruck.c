@@ -47,20 +47,22 @@ static gcoll_bref_t block_now(const bruck_plan_t *pl, int j, int bit)
 static void pack(const bruck_plan_t *pl, int bit, gcoll_sched_t *s)
 {
     size_t i = 0;
-    for (int j = bit; j < pl->g->size; j++)
-        if (j & bit)
-            gcoll_sched_copy(s, gcoll_bref_add(pl->sbuf, i++ * pl->block), block_now(pl, j, bit),
-                             pl->block);
+    for (int j = bit; j < pl->g->size; j++) {
+        if (!(j & bit)) continue;
+        gcoll_sched_copy(s, gcoll_bref_add(pl->sbuf, i++ * pl->block), block_now(pl, j, bit),
+                         pl->block);
+    }
 }
 
 static void unpack(const bruck_plan_t *pl, int bit, gcoll_sched_t *s)
 {
     int n = pl->g->size, me = pl->g->me;
     size_t i = 0;
-    for (int j = bit; j < n; j++)
-        if (j & bit)
-            gcoll_sched_copy(s, gcoll_bref_add(pl->args->dst, (size_t)((me - j + n) % n) * pl->block),
-                             gcoll_bref_add(pl->rbuf, i++ * pl->block), pl->block);
+    for (int j = bit; j < n; j++) {
+        if (!(j & bit)) continue;
+        gcoll_bref_t home = gcoll_bref_add(pl->args->dst, (size_t)((me - j + n) % n) * pl->block);
+        gcoll_sched_copy(s, home, gcoll_bref_add(pl->rbuf, i++ * pl->block), pl->block);
+    }
 }
 
 /* Blocks moved in one step: at most half of them. */

@@ -34,9 +34,10 @@ static gcoll_status_t alltoall_pairwise_build(const gcoll_coll_args_t *args,
     gcoll_sched_round(s);
     for (int k = 1; k < n; k++) {
         int to = (me + k) % n, from = (me - k + n) % n;
-        gcoll_sched_send(s, gcoll_group_rank(g, to), gcoll_bref_add(src, (size_t)to * block), block);
-        gcoll_sched_recv(s, gcoll_group_rank(g, from), gcoll_bref_add(args->dst, (size_t)from * block),
-                         block);
+        gcoll_bref_t out = gcoll_bref_add(src, (size_t)to * block);
+        gcoll_bref_t in  = gcoll_bref_add(args->dst, (size_t)from * block);
+        gcoll_sched_send(s, gcoll_group_rank(g, to), out, block);
+        gcoll_sched_recv(s, gcoll_group_rank(g, from), in, block);
         gcoll_sched_round(s);
     }
     return s->status;

@@ -95,7 +95,7 @@ static double bcast_sag_cost(const gcoll_cost_params_t *p, int nranks, size_t by
 const gcoll_algo_t gcoll_algo_bcast_scatter_allgather = {
     .name    = "scatter_allgather",
     .coll    = GCOLL_COLL_BCAST,
-    .summary = "binomial scatter then ring allgather (van de Geijn); 2n bytes moved, for large messages",
+    .summary = "binomial scatter then ring allgather (van de Geijn); for large messages",
     .build   = bcast_sag_build,
     .cost    = bcast_sag_cost,
 };

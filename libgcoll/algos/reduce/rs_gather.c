@@ -60,7 +60,8 @@ static void ring_reduce_scatter(const rsg_plan_t *pl, gcoll_sched_t *s)
         size_t bytes = blocks_len(pl, sb, sb + 1, &off);
         /* block sb: our own contribution in step 0, a partial sum after */
         gcoll_bref_t from = k == 0 ? pl->args->src : pl->acc;
-        gcoll_sched_send(s, peer_rank(pl, gcoll_ring_next(rel, n)), gcoll_bref_add(from, off), bytes);
+        gcoll_sched_send(s, peer_rank(pl, gcoll_ring_next(rel, n)), gcoll_bref_add(from, off),
+                         bytes);
         bytes = blocks_len(pl, rb, rb + 1, &off);
         gcoll_sched_recv(s, peer_rank(pl, gcoll_ring_prev(rel, n)), pl->tmp, bytes);
         gcoll_sched_reduce(s, gcoll_bref_add(pl->acc, off), gcoll_bref_add(pl->args->src, off),

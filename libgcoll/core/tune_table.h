@@ -1,0 +1,100 @@
+/* Selection tables: the parser, matcher and printer of the row format that
+ * docs/TUNING.md documents.  One format serves the built-in table (compiled
+ * in as text), GCOLL_TUNE_FILE, the one-line GCOLL_TUNE string and the files
+ * gcoll_tune writes, so there is one parser and one path.
+ *
+ *   # collective  mem   nodes  ppn  bytes      algorithm  [options]
+ *   allreduce     host  *      *    0-16K      rdouble
+ *   allreduce     *     2-*    2-*  16K-inf    hier       if=shm chunk=1M
+ *
+ * nodes and ppn are inclusive integer ranges; bytes is the half-open range
+ * [lo, hi) of count x dtype size (the benchmarks' message size), or with
+ * size=total of count x dtype size x ranks.  The first matching row wins.
+ * A table is parsed whole or not at all: on any error the rows parsed so far
+ * are discarded and the sentence names the source, the line and the reason. */
+#ifndef GCOLL_TUNE_TABLE_H
+#define GCOLL_TUNE_TABLE_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "gcoll.h"
+#include "algos/algo.h"
+
+/* Conditions a row may require (if=shm,!uniform): facts of the communicator
+ * that the keys do not capture and that decide whether an algorithm applies. */
+enum {
+    GCOLL_TUNE_IF_SHM     = 1u << 0,  /* the node shared-memory segment exists */
+    GCOLL_TUNE_IF_UNIFORM = 1u << 1,  /* every node holds the same number of ranks */
+    GCOLL_TUNE_IF_REGULAR = 1u << 2,  /* uniform, and each node's ranks are consecutive */
+    GCOLL_TUNE_IF_POW2    = 1u << 3,  /* the number of ranks is a power of two */
+    GCOLL_TUNE_IF_COUNT   = 4
+};
+
+#define GCOLL_TUNE_ANY_MEM  (-1)          /* mem column "*" */
+#define GCOLL_TUNE_INF_INT  0x7fffffff    /* nodes/ppn upper end "*" */
+#define GCOLL_TUNE_INF_SIZE ((size_t)-1)  /* bytes upper end "inf" */
+
+typedef struct {
+    gcoll_coll_t        coll;
+    int                 mem;                  /* gcoll_memtype_t, or GCOLL_TUNE_ANY_MEM */
+    int                 nodes_lo, nodes_hi;   /* inclusive */
+    int                 ppn_lo, ppn_hi;       /* inclusive; ranks on the fullest node */
+    size_t              bytes_lo, bytes_hi;   /* [lo, hi) */
+    int                 size_total;           /* bytes counted over all ranks */
+    const gcoll_algo_t *algo;
+    size_t              chunk;                /* chunk=SIZE, 0 = algorithm default */
+    int                 radix;                /* radix=N, 0 = algorithm default */
+    unsigned            if_set, if_clear;     /* conditions required true / false */
+    const char         *src;                  /* "built-in", a path, "GCOLL_TUNE" */
+    int                 line;                 /* line (row number in GCOLL_TUNE) */
+} gcoll_tune_row_t;
+
+typedef struct gcoll_tune_table {
+    gcoll_tune_row_t *rows;
+    size_t            nrows, cap;
+    char            **srcs;                   /* owned source names */
+    size_t            nsrcs;
+} gcoll_tune_table_t;
+
+/* What a call looks like to the table: all of it the same on every rank. */
+typedef struct {
+    gcoll_coll_t coll;
+    int          mem;        /* gcoll_memtype_t */
+    int          nodes;
+    int          ppn;        /* ranks on the fullest node */
+    int          ranks;
+    unsigned     conds;      /* GCOLL_TUNE_IF_* that hold */
+    size_t       bytes;      /* count x dtype size */
+} gcoll_tune_key_t;
+
+void gcoll_tune_table_init(gcoll_tune_table_t *t);
+void gcoll_tune_table_fini(gcoll_tune_table_t *t);
+
+/* Append the rows of text, naming them src:line.  oneline: the GCOLL_TUNE
+ * form, rows separated by ';' and fields by ':'.  All or nothing. */
+gcoll_status_t gcoll_tune_parse(gcoll_tune_table_t *t, const char *text, const char *src,
+                                int oneline);
+
+/* Read a whole file into a NUL-terminated malloc'd string. */
+gcoll_status_t gcoll_tune_read_file(const char *path, char **text);
+
+/* First row at index >= from that matches k, or NULL. */
+const gcoll_tune_row_t *gcoll_tune_match(const gcoll_tune_table_t *t, size_t from,
+                                         const gcoll_tune_key_t *k);
+
+/* The row in file form, without newline; returns snprintf's length. */
+int gcoll_tune_format_row(char *buf, size_t len, const gcoll_tune_row_t *r);
+
+/* "src:line", for messages. */
+int gcoll_tune_format_origin(char *buf, size_t len, const gcoll_tune_row_t *r);
+
+/* Column header comment, then every row; a comment line whenever the source
+ * changes, so a printed table says where each part came from. */
+void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t);
+
+/* Sizes: "64", "16K", "1M", "2G" (binary multiples).  -1 on garbage. */
+int gcoll_tune_parse_size(const char *s, size_t *out);
+/* The shortest form of bytes with a K/M/G suffix where exact. */
+void gcoll_tune_format_size(char *buf, size_t len, size_t bytes);
+
+#endif

@@ -1,0 +1,12 @@
+#!/bin/sh
+# Install what libgcoll needs to build, test and plot on Debian 12 (as root).
+# The CUDA toolkit is not installed here: configure uses /usr/local/cuda when
+# it is present and builds without CUDA otherwise.
+set -e
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends \
+    build-essential autoconf automake libtool pkg-config make \
+    openmpi-bin libopenmpi-dev libucx-dev ucx-utils libhwloc-dev hwloc \
+    python3 python3-numpy python3-matplotlib

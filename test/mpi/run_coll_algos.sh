@@ -1,0 +1,3 @@
+#!/bin/sh
+# make check wrapper: the algos part of the MPI correctness suite (see run_coll.sh).
+exec "$(dirname "$0")/run_coll.sh" algos
