@@ -12,8 +12,8 @@ set -u
 build=${1:-.}
 extra=${2:-0}
 
-results=$(find "$build" -name '*.trs' -type f -exec awk '
-    /^:test-result:/ { name = FILENAME; sub(/\.trs$/, "", name); print $2, name }' {} + 2>/dev/null)
+results=$(cd "$build" 2>/dev/null && find . -name '*.trs' -type f -exec awk '
+    /^:test-result:/ { name = FILENAME; sub(/\.trs$/, "", name); sub(/^\.\//, "", name); print $2, name }' {} +)
 
 count() {
     [ -n "$results" ] || { echo 0; return; }

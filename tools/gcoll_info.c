@@ -1,21 +1,26 @@
 /* gcoll_info: what this libgcoll is, what it was built with, the GCOLL_*
- * environment in force, and (-a) the algorithms GCOLL_ALGO accepts.
- * Runs without mpirun; a malformed GCOLL_* variable is reported and makes it
- * exit non-zero, with the same sentence gcoll_comm_create would return. */
+ * environment in force, (-a) the algorithms GCOLL_ALGO accepts and (-s) the
+ * selection table in force.  Runs without mpirun; a malformed GCOLL_*
+ * variable or selection table is reported and makes it exit non-zero, with
+ * the same sentence gcoll_comm_create would return. */
 #include <stdio.h>
 #include <string.h>
 #include "config.h"
 #include "gcoll.h"
 #include "algos/algo.h"
 #include "core/config.h"
+#include "core/select.h"
 #include "transport/transport.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gcoll_info [-a] [-h]\n"
+    fprintf(f, "usage: gcoll_info [-a|-A|-s] [-h]\n"
                "  (no option)  version, build configuration and GCOLL_* environment\n"
                "  -a           algorithms per collective (the names GCOLL_ALGO accepts)\n"
-               "  -A           as -a, with a one-line summary of each algorithm\n");
+               "  -A           as -a, with a one-line summary of each algorithm\n"
+               "  -s           the selection table in force (GCOLL_TUNE, GCOLL_TUNE_FILE,\n"
+               "               built-in), in the file format: save it, edit it, load it\n"
+               "               with GCOLL_TUNE_FILE (docs/TUNING.md)\n");
 }
 
 static void print_build(void)
@@ -64,18 +69,32 @@ static void print_algos(int verbose)
     }
 }
 
+static void print_table(const gcoll_tune_table_t *t)
+{
+    printf("# libgcoll selection table in force; first matching row wins (docs/TUNING.md).\n"
+           "# Precedence: GCOLL_ALGO%s%s > GCOLL_TUNE rows > GCOLL_TUNE_FILE rows > built-in.\n",
+           gcoll_config.algo[0] ? "=" : " (unset)", gcoll_config.algo);
+    gcoll_tune_print(stdout, t);
+}
+
 int main(int argc, char **argv)
 {
-    int algos = 0;
+    int algos = 0, table = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-a")) algos = 1;
         else if (!strcmp(argv[i], "-A")) algos = 2;
+        else if (!strcmp(argv[i], "-s")) table = 1;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
     }
-    if (gcoll_config_load() != GCOLL_SUCCESS) {
+    const gcoll_tune_table_t *t = NULL;
+    if (gcoll_config_load() != GCOLL_SUCCESS || gcoll_select_table(&t) != GCOLL_SUCCESS) {
         fprintf(stderr, "gcoll_info: %s\n", gcoll_last_error());
         return 1;
+    }
+    if (table) {
+        print_table(t);
+        return 0;
     }
     if (algos) {
         print_algos(algos == 2);

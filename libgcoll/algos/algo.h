@@ -81,6 +81,8 @@ typedef struct {
     double gamma;   /* per byte reduction time */
 } gcoll_cost_params_t;
 
+/* Estimated time of the algorithm over nranks, where bytes = count * dt_size
+ * of the call (the per-rank block for allgather, reduce_scatter, alltoall). */
 typedef double (*gcoll_algo_cost_fn)(const gcoll_cost_params_t *p, int nranks, size_t bytes);
 
 typedef struct gcoll_algo {

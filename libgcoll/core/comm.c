@@ -288,6 +288,7 @@ gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratc
         void *p = NULL;
         if (posix_memalign(&p, 4096, bytes) != 0)
             return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch", bytes);
+        memset(p, 0, bytes);   /* defined bytes even where only a token is sent */
         free(comm->scratch);
         comm->scratch      = p;
         comm->scratch_size = bytes;

@@ -1,14 +1,147 @@
-/* Algorithm selection.  GCOLL_ALGO forces an algorithm per collective;
- * otherwise built-in size thresholds choose (the tuned selection tables of
- * GCOLL_TUNE_FILE replace these rules in a later step).  The thresholds follow
- * the usual latency/bandwidth crossovers: log(P)-round algorithms while alpha
- * dominates, bandwidth-optimal ring/pairwise schemes once beta does. */
+/* Algorithm selection by table.  GCOLL_ALGO forces an algorithm per
+ * collective; otherwise the first matching row of the table in force chooses
+ * (GCOLL_TUNE's rows, then GCOLL_TUNE_FILE's, then the built-in ones).  The
+ * built-in rules are a table in the same text format, parsed by the same
+ * parser, so there is one path from a row to a decision, and `gcoll_info -s`
+ * prints exactly what is in force.
+ *
+ * Declining: rows say what their algorithm needs (if=shm: the node segment;
+ * if=regular: equal, contiguous nodes), checked here from facts of the
+ * communicator, so the rows chosen normally never decline.  A row without
+ * such a condition (hand-written, or measured where the segment existed) may
+ * still pick an algorithm that declines the call; gcoll_select_fallback()
+ * then continues with the next matching row whose algorithm differs.  Every
+ * rank sees the same communicator facts and the same table, so all ranks
+ * choose alike. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/memtype.h"
 #include "core/select.h"
 #include "core/status.h"
+
+/* The built-in table.  Its thresholds are the usual latency/bandwidth
+ * crossovers: log(P)-round algorithms while alpha dominates, bandwidth-
+ * optimal ring/pairwise schemes once beta does.  Upper ends are exclusive,
+ * so "0-16385" reads "up to and including 16 KiB". */
+static const char builtin_text[] =
+    "# libgcoll built-in selection table (format: docs/TUNING.md); first match wins.\n"
+    "# bytes: count x dtype size in [lo, hi); size=total: count x dtype size x ranks.\n"
+    "#\n"
+    "# One node with a shared segment: the segment serves the whole collective.\n"
+    "allreduce       *     1      2-*   *              shm           if=shm\n"
+    "bcast           *     1      2-*   *              shm           if=shm\n"
+    "reduce          *     1      2-*   *              shm           if=shm\n"
+    "allgather       *     1      2-*   *              shm           if=shm\n"
+    "reduce_scatter  *     1      2-*   *              shm           if=shm\n"
+    "barrier         *     1      2-*   *              shm           if=shm\n"
+    "# Several nodes, some holding several ranks: two levels.  The leader form\n"
+    "# for small allreduces (one inter-node round trip matters more than\n"
+    "# bandwidth) and for nodes of unequal size.\n"
+    "allreduce       *     2-*    2-*   0-16385        hier_leader   if=shm\n"
+    "allreduce       *     2-*    2-*   *              hier_leader   if=shm,!uniform\n"
+    "allreduce       *     2-*    2-*   *              hier          if=shm\n"
+    "bcast           *     2-*    2-*   *              hier          if=shm\n"
+    "reduce          *     2-*    2-*   *              hier          if=shm\n"
+    "allgather       *     2-*    2-*   *              hier          if=shm,regular\n"
+    "reduce_scatter  *     2-*    2-*   *              hier          if=shm,regular\n"
+    "barrier         *     2-*    2-*   *              hier          if=shm\n"
+    "# Flat: no segment, one rank per node, a single rank, or alltoall.\n"
+    "allreduce       *     *      *     0-16385        rdouble\n"
+    "allreduce       *     *      *     0-1048577      rabenseifner  if=pow2\n"
+    "allreduce       *     *      *     *              ring\n"
+    "bcast           *     *      *     0-65537        binomial\n"
+    "bcast           *     1      1-2   *              binomial\n"
+    "bcast           *     2      1     *              binomial\n"
+    "bcast           *     *      *     *              scatter_allgather\n"
+    "reduce          *     *      *     0-65537        binomial\n"
+    "reduce          *     *      *     *              rs_gather\n"
+    "allgather       *     *      *     0-65537        rdouble       size=total if=pow2\n"
+    "allgather       *     *      *     0-65537        bruck         size=total\n"
+    "allgather       *     *      *     *              ring\n"
+    "reduce_scatter  *     *      *     0-65537        rhalving      size=total\n"
+    "reduce_scatter  *     *      *     *              ring\n"
+    "alltoall        *     *      *     0-257          bruck\n"
+    "alltoall        *     *      *     *              pairwise\n"
+    "barrier         *     *      *     *              dissemination\n";
+
+const char *gcoll_select_builtin_text(void)
+{
+    return builtin_text;
+}
+
+/* ---- the table in force ---------------------------------------------------
+ * Tables are immutable and shared by every communicator created under the
+ * same GCOLL_TUNE and the same file content; each distinct content is parsed
+ * once and kept until the process ends, so a communicator holds a plain
+ * pointer and needs no cleanup. */
+
+typedef struct loaded {
+    char              *key;     /* GCOLL_TUNE \n path \n file content */
+    gcoll_tune_table_t table;
+    struct loaded     *next;
+} loaded_t;
+
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static loaded_t       *loaded_head;
+
+static gcoll_status_t table_parse(gcoll_tune_table_t *t, const char *file_text)
+{
+    gcoll_tune_table_init(t);
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (gcoll_config.tune[0]) st = gcoll_tune_parse(t, gcoll_config.tune, "GCOLL_TUNE", 1);
+    if (st == GCOLL_SUCCESS && file_text)
+        st = gcoll_tune_parse(t, file_text, gcoll_config.tune_file, 0);
+    if (st == GCOLL_SUCCESS && gcoll_tune_parse(t, builtin_text, "built-in", 0) != GCOLL_SUCCESS)
+        st = GCOLL_ERROR(GCOLL_ERR_INTERNAL, "the built-in selection table does not parse: %s",
+                         gcoll_last_error());
+    if (st != GCOLL_SUCCESS) gcoll_tune_table_fini(t);
+    return st;
+}
+
+static char *table_key(const char *file_text)
+{
+    const char *f = file_text ? file_text : "";
+    size_t n = strlen(gcoll_config.tune) + strlen(gcoll_config.tune_file) + strlen(f) + 3;
+    char *key = malloc(n);
+    if (key) snprintf(key, n, "%s\n%s\n%s", gcoll_config.tune, gcoll_config.tune_file, f);
+    return key;
+}
+
+/* The interned table for key, parsing it on first use; takes key. */
+static gcoll_status_t table_intern(char *key, const char *file_text, const gcoll_tune_table_t **out)
+{
+    gcoll_status_t st = GCOLL_SUCCESS;
+    pthread_mutex_lock(&loaded_lock);
+    loaded_t *l = loaded_head;
+    while (l && strcmp(l->key, key)) l = l->next;
+    if (!l) {
+        l = calloc(1, sizeof(*l));
+        if (!l) st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
+        else if ((st = table_parse(&l->table, file_text)) != GCOLL_SUCCESS) { free(l); l = NULL; }
+        else { l->key = key; key = NULL; l->next = loaded_head; loaded_head = l; }
+    }
+    pthread_mutex_unlock(&loaded_lock);
+    free(key);
+    if (l) *out = &l->table;
+    return st;
+}
+
+gcoll_status_t gcoll_select_table(const gcoll_tune_table_t **table)
+{
+    char *file_text = NULL;
+    if (gcoll_config.tune_file[0]) GCOLL_TRY(gcoll_tune_read_file(gcoll_config.tune_file, &file_text));
+    char *key = table_key(file_text);
+    gcoll_status_t st = key ? table_intern(key, file_text, table)
+                            : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
+    free(file_text);
+    return st;
+}
+
+/* ---- GCOLL_ALGO ------------------------------------------------------------ */
 
 /* Parse "allreduce=ring,bcast=binomial" into comm->forced[]. */
 static gcoll_status_t parse_forced(struct gcoll_comm *c, const char *spec)
@@ -40,59 +173,68 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
 {
     memset(comm->forced, 0, sizeof(comm->forced));
     memset(comm->logged, 0, sizeof(comm->logged));
-    return parse_forced(comm, gcoll_config.algo);
+    GCOLL_TRY(parse_forced(comm, gcoll_config.algo));
+    return gcoll_select_table(&comm->tune);
 }
 
-/* Flat rules: log(P)-round algorithms while alpha dominates, bandwidth-
- * optimal ones once beta does. */
-static const char *pick_flat(gcoll_coll_t coll, size_t bytes, size_t block, int size)
+void gcoll_select_force(gcoll_comm_t comm, gcoll_coll_t coll, const gcoll_algo_t *algo)
 {
-    int pow2 = (size & (size - 1)) == 0;
-    switch (coll) {
-    case GCOLL_COLL_ALLREDUCE:
-        if (bytes <= 16384) return "rdouble";
-        return bytes <= (1u << 20) && pow2 ? "rabenseifner" : "ring";
-    case GCOLL_COLL_BCAST:          return bytes <= 65536 || size <= 2 ? "binomial" : "scatter_allgather";
-    case GCOLL_COLL_REDUCE:         return bytes <= 65536 ? "binomial" : "rs_gather";
-    case GCOLL_COLL_ALLGATHER:      return bytes <= 65536 ? (pow2 ? "rdouble" : "bruck") : "ring";
-    case GCOLL_COLL_REDUCE_SCATTER: return bytes <= 65536 ? "rhalving" : "ring";
-    case GCOLL_COLL_ALLTOALL:       return block <= 256 ? "bruck" : "pairwise";
-    default:                        return "dissemination";
+    comm->forced[coll] = algo;
+    comm->logged[coll] = 0;
+}
+
+/* ---- choosing ---------------------------------------------------------------- */
+
+/* Ranks on the fullest node: the same number on every rank, unlike
+ * local_size when nodes differ.  Then runs of the node map give it when
+ * nodes are contiguous; scattered unequal nodes (rare) cost a longer walk. */
+static int comm_ppn(gcoll_comm_t c)
+{
+    if (c->nodes_uniform) return c->local_size;
+    int best = 0, run = 0;
+    if (c->nodes_contiguous) {
+        for (int r = 0; r < c->size; r++) {
+            run = r && c->node_of[r] == c->node_of[r - 1] ? run + 1 : 1;
+            if (run > best) best = run;
+        }
+        return best;
     }
-}
-
-/* With a shared segment: one node uses it directly; several nodes use the
- * two-level algorithms (the leader form for small allreduces, where one
- * inter-node round trip matters more than bandwidth). */
-static const char *pick(gcoll_comm_t c, gcoll_coll_t coll, size_t bytes, size_t block)
-{
-    if (!c->shm || coll == GCOLL_COLL_ALLTOALL || c->size == 1)
-        return pick_flat(coll, bytes, block, c->size);
-    if (c->nnodes == 1) return "shm";
-    if (c->local_size == 1 && c->nodes_uniform) return pick_flat(coll, bytes, block, c->size);
-    int regular = c->nodes_uniform && c->nodes_contiguous;
-    switch (coll) {
-    case GCOLL_COLL_ALLREDUCE:
-        return bytes <= 16384 || !c->nodes_uniform ? "hier_leader" : "hier";
-    case GCOLL_COLL_ALLGATHER:
-    case GCOLL_COLL_REDUCE_SCATTER:
-        return regular ? "hier" : pick_flat(coll, bytes, block, c->size);
-    default:
-        return "hier";
+    for (int k = 0; k < c->nnodes; k++, run = 0) {
+        for (int r = 0; r < c->size; r++) run += c->node_of[r] == k;
+        if (run > best) best = run;
     }
+    return best;
 }
 
-static size_t call_bytes(gcoll_comm_t comm, const gcoll_coll_args_t *args)
+void gcoll_select_comm_key(gcoll_comm_t c, gcoll_tune_key_t *k)
 {
-    size_t src, dst;
-    gcoll_coll_buf_bytes(args, comm->size, &src, &dst);
-    return src > dst ? src : dst;
+    k->nodes = c->nnodes;
+    k->ppn   = comm_ppn(c);
+    k->ranks = c->size;
+    k->conds = 0;
+    if (c->shm) k->conds |= GCOLL_TUNE_IF_SHM;
+    if (c->nodes_uniform) k->conds |= GCOLL_TUNE_IF_UNIFORM;
+    if (c->nodes_uniform && c->nodes_contiguous) k->conds |= GCOLL_TUNE_IF_REGULAR;
+    if ((c->size & (c->size - 1)) == 0) k->conds |= GCOLL_TUNE_IF_POW2;
 }
 
-const gcoll_algo_t *gcoll_select_fallback(gcoll_comm_t comm, const gcoll_coll_args_t *args)
+/* Device buffers are staged through host memory until the CUDA executor
+ * lands, so every call the host path runs is keyed as host memory. */
+static void call_key(gcoll_comm_t c, const gcoll_coll_args_t *a, gcoll_tune_key_t *k)
 {
-    return gcoll_algo_find(args->coll, pick_flat(args->coll, call_bytes(comm, args),
-                                                 args->count * args->dt_size, comm->size));
+    gcoll_select_comm_key(c, k);
+    k->coll  = a->coll;
+    k->mem   = GCOLL_MEM_HOST;
+    k->bytes = a->count * a->dt_size;
+}
+
+/* Last resort where no row matches (the built-in rows end with a catch-all
+ * per collective, so only a broken table gets here). */
+static const gcoll_algo_t *any_algo(gcoll_coll_t coll, const gcoll_algo_t *not_this)
+{
+    for (const gcoll_algo_t *const *a = gcoll_algos; *a; a++)
+        if ((*a)->coll == coll && *a != not_this) return *a;
+    return not_this;
 }
 
 static int size_class(size_t bytes)
@@ -102,21 +244,72 @@ static int size_class(size_t bytes)
     return k;
 }
 
+static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_algo_t *a,
+                         const gcoll_tune_row_t *row, const char *what)
+{
+    int sc = size_class(k->bytes);
+    if (GCOLL_LIKELY(gcoll_log_level < GCOLL_LOG_INFO) || (c->logged[k->coll] >> sc & 1)) return;
+    c->logged[k->coll] |= (uint64_t)1 << sc;
+    char why[400] = "forced by GCOLL_ALGO", text[320];
+    if (row) {
+        gcoll_tune_format_row(text, sizeof text, row);
+        snprintf(why, sizeof why, "%s:%d: %s", row->src, row->line, text);
+    } else if (!c->forced[k->coll]) {
+        snprintf(why, sizeof why, "no row matches");
+    }
+    gcoll_info("select %s %zu..%zu B, %d ranks, %d node(s) x %d: %s%s (%s)",
+               gcoll_coll_name(k->coll), sc ? ((size_t)1 << (sc - 1)) + 1 : 0, (size_t)1 << sc,
+               k->ranks, k->nodes, k->ppn, what, a->name, why);
+}
+
+static void apply_row(gcoll_coll_args_t *args, const gcoll_tune_row_t *row)
+{
+    args->chunk_bytes = row ? row->chunk : 0;
+    args->radix       = row ? row->radix : 0;
+}
+
 const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args)
 {
-    size_t bytes = call_bytes(comm, args);
+    gcoll_tune_key_t k;
+    call_key(comm, args, &k);
     const gcoll_algo_t *a = comm->forced[args->coll];
-    const char *why = "forced by GCOLL_ALGO";
+    const gcoll_tune_row_t *row = NULL;
     if (!a) {
-        a   = gcoll_algo_find(args->coll, pick(comm, args->coll, bytes, args->count * args->dt_size));
-        why = "built-in thresholds";
+        row = gcoll_tune_match(comm->tune, 0, &k);
+        a   = row ? row->algo : any_algo(args->coll, NULL);
+        apply_row(args, row);
     }
-    int k = size_class(bytes);
-    if (GCOLL_UNLIKELY(gcoll_log_level >= GCOLL_LOG_INFO) && !(comm->logged[args->coll] >> k & 1)) {
-        comm->logged[args->coll] |= (uint64_t)1 << k;
-        gcoll_info("select %s %zu..%zu B, %d ranks, %d node(s): %s (%s)", gcoll_coll_name(args->coll),
-                   k ? ((size_t)1 << (k - 1)) + 1 : 0, (size_t)1 << k, comm->size, comm->nnodes,
-                   a->name, why);
-    }
+    log_decision(comm, &k, a, row, "");
     return a;
+}
+
+const gcoll_algo_t *gcoll_select_fallback(gcoll_comm_t comm, gcoll_coll_args_t *args)
+{
+    gcoll_tune_key_t k;
+    call_key(comm, args, &k);
+    /* what gcoll_select chose, and so what declined */
+    const gcoll_algo_t *declined = comm->forced[args->coll];
+    const gcoll_tune_row_t *row = declined ? NULL : gcoll_tune_match(comm->tune, 0, &k);
+    if (!declined) declined = row ? row->algo : any_algo(args->coll, NULL);
+    size_t from = row ? (size_t)(row - comm->tune->rows) + 1 : 0;
+    for (row = gcoll_tune_match(comm->tune, from, &k); row && row->algo == declined;
+         row = gcoll_tune_match(comm->tune, (size_t)(row - comm->tune->rows) + 1, &k))
+        ;
+    const gcoll_algo_t *a = row ? row->algo : any_algo(args->coll, declined);
+    apply_row(args, row);
+    gcoll_info("select %s: %s declined, next matching row: %s", gcoll_coll_name(k.coll),
+               declined->name, a->name);
+    return a;
+}
+
+gcoll_status_t gcoll_select_try(gcoll_comm_t comm, const gcoll_algo_t *algo, size_t count,
+                                gcoll_dtype_t dtype)
+{
+    gcoll_coll_args_t a = { .coll = algo->coll, .count = count, .dt_size = gcoll_dtype_size(dtype),
+                            .src = gcoll_bref(GCOLL_BUF_SEND, 0),
+                            .dst = gcoll_bref(GCOLL_BUF_RECV, 0),
+                            .flags = comm->shm ? GCOLL_ARGS_NODE_STEPS : 0 };
+    if (algo->coll == GCOLL_COLL_BCAST) a.src = a.dst;
+    gcoll_group_t world = { comm->size, comm->rank, NULL, comm->node_of };
+    return gcoll_algo_build(algo, &a, &world, dtype, GCOLL_SUM, &comm->sched);
 }

@@ -454,6 +454,16 @@ int gcoll_tune_format_origin(char *buf, size_t len, const gcoll_tune_row_t *r)
     return snprintf(buf, len, "%s:%d", r->src, r->line);
 }
 
+/* Rows an earlier row covers can never match; printing them would make the
+ * output fail to parse as one file (the parser rejects dead rows), so they
+ * are named in a comment instead. */
+static const gcoll_tune_row_t *covered_by(const gcoll_tune_table_t *t, size_t i)
+{
+    for (size_t e = 0; e < i; e++)
+        if (row_covers(&t->rows[e], &t->rows[i])) return &t->rows[e];
+    return NULL;
+}
+
 void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t)
 {
     const char *src = NULL;
@@ -461,11 +471,17 @@ void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t)
     fprintf(f, "# %-13s %-5s %-6s %-5s %-14s %s\n", "collective", "mem", "nodes", "ppn", "bytes",
             "algorithm [options]");
     for (size_t i = 0; i < t->nrows; i++) {
-        if (t->rows[i].src != src) {
-            src = t->rows[i].src;
+        const gcoll_tune_row_t *r = &t->rows[i], *by = covered_by(t, i);
+        if (r->src != src) {
+            src = r->src;
             fprintf(f, "# from %s\n", src);
         }
-        gcoll_tune_format_row(line, sizeof line, &t->rows[i]);
+        if (by) {
+            fprintf(f, "# (%s:%d omitted: %s:%d above covers it)\n", r->src, r->line, by->src,
+                    by->line);
+            continue;
+        }
+        gcoll_tune_format_row(line, sizeof line, r);
         fprintf(f, "%s\n", line);
     }
 }

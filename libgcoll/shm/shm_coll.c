@@ -46,7 +46,7 @@
 #include "core/status.h"
 
 #define GCOLL_SHM_SMALL (16u << 10)
-#define FOLD_BLOCK      (16u << 10)   /* keeps the accumulator in L1 for P > 2 */
+#define FOLD_BLOCK      (8u << 10)    /* accumulator + inputs stay in L1 */
 
 typedef struct { size_t off, len; } shm_seg_t;
 
@@ -87,34 +87,37 @@ static gcoll_status_t shm_check_root(const gcoll_shm_t *shm, const char *fn, int
 
 /* ---- reduction of P inputs in rank order --------------------------------- */
 
-/* out = in[0] op in[1] op ... op in[n-1] over count elements.  out may equal
- * in[0] or in[1] (the reduce kernel allows that); if it equals a later
- * input, which the first step would overwrite, accumulate in scratch
- * (a slice, or more) instead.  For n > 2 the vector is folded in blocks
- * so the accumulator stays in L1 across the n - 1 passes. */
-static void shm_fold(const gcoll_shm_t *shm, void *out, const void *const *in, int n, size_t count,
-                     gcoll_dtype_t dtype, gcoll_op_t op, void *scratch)
+/* out = in[0] op in[1] op ... op in[n-1] over count elements, and the same
+ * into copy unless it is NULL.  out may equal in[0] or in[1] (the reduce
+ * kernel allows that); if it equals a later input, which the first pass
+ * would overwrite, accumulate in scratch (>= one block) instead.  The work
+ * goes in blocks small enough for L1, so the n - 1 passes over the
+ * accumulator and the copy read it from L1, not from L2 or memory. */
+static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, const void *const *in, int n,
+                     size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch)
 {
-    size_t dts = gcoll_dtype_size(dtype), bytes = count * dts;
-    if (n == 1) {
-        if (out != in[0]) memcpy(out, in[0], bytes);
-        return;
-    }
-    if (n == 2) {
+    size_t dts = gcoll_dtype_size(dtype);
+    if (n == 2 && !copy) {   /* one pass: nothing to keep in L1 */
         gcoll_reduce_host(out, in[0], in[1], count, dtype, op);
         return;
     }
     int alias = 0;
     for (int k = 2; k < n; k++) alias |= in[k] == out;
-    size_t blk = min_sz(FOLD_BLOCK, shm->slice) / dts;   /* scratch holds a slice */
+    size_t blk = min_sz(FOLD_BLOCK, shm->slice) / dts;
     for (size_t o = 0; o < count; o += blk) {
         size_t m = min_sz(blk, count - o), b = o * dts;
         unsigned char *acc = alias ? scratch : (unsigned char *)out + b;
-        gcoll_reduce_host(acc, (const unsigned char *)in[0] + b, (const unsigned char *)in[1] + b,
-                          m, dtype, op);
+        if (n == 1) {
+            const unsigned char *x = (const unsigned char *)in[0] + b;
+            if (acc != x) memcpy(acc, x, m * dts);
+        } else {
+            gcoll_reduce_host(acc, (const unsigned char *)in[0] + b,
+                              (const unsigned char *)in[1] + b, m, dtype, op);
+        }
         for (int k = 2; k < n; k++)
             gcoll_reduce_host(acc, acc, (const unsigned char *)in[k] + b, m, dtype, op);
         if (alias) memcpy((unsigned char *)out + b, acc, m * dts);
+        if (copy) memcpy((unsigned char *)copy + b, acc, m * dts);
     }
 }
 
@@ -162,8 +165,8 @@ static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? a->src + s.off * a->dts : shm_slot(shm, k, rp, me);
     unsigned char *res = shm_res(shm, me, gcoll_shm_wpar(shm));
-    shm_fold(shm, res, in, shm->size, s.len, a->dtype, a->op, NULL);
-    if (a->dst) memcpy(a->dst + s.off * a->dts, res, s.len * a->dts);
+    shm_fold(shm, res, a->dst ? a->dst + s.off * a->dts : NULL, in, shm->size, s.len, a->dtype,
+             a->op, NULL);
 }
 
 static void shm_ar_copy_out(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
@@ -216,7 +219,7 @@ static gcoll_status_t shm_ar_small(gcoll_shm_t *shm, const shm_red_args_t *a, in
                 : tiny  ? (const void *)gcoll_shm_inline(shm, k, wp)
                         : (const void *)gcoll_shm_area(shm, k, wp);
     /* Scratch for an in-place fold: own area of the new write parity. */
-    shm_fold(shm, a->dst, in, shm->size, a->count, a->dtype, a->op,
+    shm_fold(shm, a->dst, NULL, in, shm->size, a->count, a->dtype, a->op,
              gcoll_shm_area(shm, me, gcoll_shm_wpar(shm)));
     return GCOLL_SUCCESS;
 }
@@ -289,7 +292,7 @@ static void shm_rs_reduce(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_r
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? a->src + s.off * a->dts : shm_rs_slot(shm, pl, k, rp, me);
     size_t own = gcoll_block_off(a->count, shm->size, me);
-    shm_fold(shm, a->dst + (s.off - own) * a->dts, in, shm->size, s.len, a->dtype, a->op,
+    shm_fold(shm, a->dst + (s.off - own) * a->dts, NULL, in, shm->size, s.len, a->dtype, a->op,
              shm_res(shm, me, gcoll_shm_wpar(shm)));
 }
 

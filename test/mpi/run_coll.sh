@@ -71,7 +71,7 @@ take_lock() {
 # timeout, its environment adjusted by env(1) arguments ("-u NAME" first,
 # then NAME=VALUE), so one job's GCOLL_* settings never leak into the next.
 run_job() {
-    local label=$1 np=$2 envs=() out rc t0 summary why
+    local label=$1 np=$2 envs=() out rc t0 summary why fallbacks
     shift 2
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
@@ -83,7 +83,10 @@ run_job() {
     t0=$(($(date +%s) - t0))
     summary=$(grep -E '^test_(coll_mpi|bad_input): [0-9]+ checks' "$out" | tail -n 1)
     if [ "$rc" = 0 ] && [ -n "$summary" ]; then
-        echo "PASS: $label (${summary#*: }, $t0 s)"
+        # A forced algorithm that declines a shape falls back, with a warning.
+        fallbacks=$(grep -c 'instead' "$out")
+        [ "$fallbacks" = 0 ] && fallbacks="" || fallbacks=", $fallbacks fallback warnings"
+        echo "PASS: $label (${summary#*: }, $t0 s$fallbacks)"
         passed=$((passed + 1))
     else
         why="exit $rc"
@@ -146,7 +149,8 @@ algo_list() {
         }'
 }
 
-# np=2 and np=4 alternate the transports so each sees 2, 3 and 4 ranks.
+# np=2 and np=4 alternate the transports so each sees 2, 3 and 4 ranks;
+# hierarchical algorithms also run over simulated nodes (2+2, 2+1).
 mode_algos() {
     local algos algo tl first last
     algos=$(algo_list)
@@ -160,6 +164,9 @@ mode_algos() {
         coll_job 2 "$last" "" "$algo"
         for tl in $(transports); do coll_job 3 "$tl" "" "$algo"; done
         coll_job 4 "$first" "" "$algo"
+        case "${algo#*=}" in
+            hier*) coll_job 4 "$last" 2 "$algo"; coll_job 3 "$first" 2 "$algo" ;;
+        esac
     done
 }
 

@@ -48,7 +48,7 @@ static uint64_t mix64(uint64_t x)   /* splitmix64 finaliser */
 
 static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 {
-    return mix64(a ^ mix64(b ^ mix64(c)));
+    return mix64(a * 0x9e3779b97f4a7c15ull + b * 0xc2b2ae3d27d4eb4full + c);
 }
 
 static int is_float(gcoll_dtype_t dt) { return dt >= GCOLL_FLOAT16; }
@@ -1050,7 +1050,7 @@ static void run_matrix(const gcoll_algo_t *algo)
         size_t counts[6] = { 0, 1, 7, 1021, (size_t)P - 1, 3 * (size_t)P + 1 };
         for (int ic = 0; ic < 6; ic++) {
             /* P blocks per rank: keep P*P*count (the work of a case) small */
-            if (has_blocks(algo->coll) && ((counts[ic] == 1021 && P > 33) ||
+            if (has_blocks(algo->coll) && ((counts[ic] == 1021 && P > 17) ||
                                            (counts[ic] > (size_t)P && P >= 64)))
                 continue;
             int dup = 0;

@@ -63,9 +63,7 @@ static gcoll_status_t allgather_bruck_build(const gcoll_coll_args_t *args,
 
 static double allgather_bruck_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
 {
-    int rounds = 0;
-    for (int d = 1; d < nranks; d *= 2) rounds++;
-    return rounds * p->alpha + (double)(nranks - 1) * (double)bytes * p->beta;
+    return gcoll_log2_ceil(nranks) * p->alpha + (double)(nranks - 1) * (double)bytes * p->beta;
 }
 
 const gcoll_algo_t gcoll_algo_allgather_bruck = {

@@ -52,9 +52,7 @@ static double allgather_rdouble_cost(const gcoll_cost_params_t *p, int nranks, s
 {
     if (gcoll_pow2_floor(nranks) != nranks)
         return gcoll_algo_allgather_bruck.cost(p, nranks, bytes);
-    int rounds = 0;
-    for (int d = 1; d < nranks; d *= 2) rounds++;
-    return rounds * p->alpha + (double)(nranks - 1) * (double)bytes * p->beta;
+    return gcoll_log2_ceil(nranks) * p->alpha + (double)(nranks - 1) * (double)bytes * p->beta;
 }
 
 const gcoll_algo_t gcoll_algo_allgather_rdouble = {

@@ -25,7 +25,8 @@
  *     2     | v ^ 1   | dst block v       | partner's block -> dst
  *     3     | v ^ 2   | dst blocks of v   | partner's 2 blocks -> dst
  * cur is src (dst after a fold); x is dst[h] while cur is src out of place,
- * else scratch (half the buffer; the whole buffer to fold in place). */
+ * else scratch (half the buffer; the whole buffer to fold in place).  The
+ * fold adds a round before and after, as in rdouble.c. */
 #include "algos/algo.h"
 #include "algos/peers.h"
 
@@ -135,10 +136,9 @@ static gcoll_status_t allreduce_rabenseifner_build(const gcoll_coll_args_t *args
 static double allreduce_rabenseifner_cost(const gcoll_cost_params_t *p, int nranks,
                                           size_t bytes)
 {
-    int p2 = gcoll_pow2_floor(nranks), rounds = 0;
+    int p2 = gcoll_pow2_floor(nranks);
     double n = (double)bytes, frac = (double)(p2 - 1) / p2;
-    for (int d = 1; d < p2; d *= 2) rounds++;
-    double t = 2 * rounds * p->alpha + frac * n * (2 * p->beta + p->gamma);
+    double t = 2 * gcoll_log2_ceil(p2) * p->alpha + frac * n * (2 * p->beta + p->gamma);
     if (p2 != nranks) t += 2 * p->alpha + 2 * n * p->beta + n * p->gamma;
     return t;
 }

@@ -22,9 +22,11 @@
  *     0     | send src -> i+1   | recv x <- i-1; dst = src op x     | dst or scratch
  *     1     |                   | send cur, recv x <- v^1; dst = cur op x
  *     2     |                   | send dst, recv x <- v^2; dst = dst op x
- *     3     | recv dst <- i+1   | send dst -> i-1
- * cur is src until the first reduction, then dst; x is dst when cur is src
- * out of place (dst is free then), else a scratch buffer of n bytes. */
+ *     3     | (recv dst <- i+1) | send dst -> i-1
+ * The even ranks post their receive with their send in round 0 (in place, in
+ * the round after: dst is src).  cur is src until the first reduction, then
+ * dst; x is dst when cur is src out of place (dst is free then), else a
+ * scratch buffer of n bytes. */
 #include "algos/algo.h"
 #include "algos/peers.h"
 
@@ -74,10 +76,9 @@ static gcoll_status_t allreduce_rdouble_build(const gcoll_coll_args_t *args,
 
 static double allreduce_rdouble_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
 {
-    int p2 = gcoll_pow2_floor(nranks), rounds = 0;
+    int p2 = gcoll_pow2_floor(nranks);
     double n = (double)bytes;
-    for (int d = 1; d < p2; d *= 2) rounds++;
-    double t = rounds * (p->alpha + n * p->beta + n * p->gamma);
+    double t = gcoll_log2_ceil(p2) * (p->alpha + n * p->beta + n * p->gamma);
     if (p2 != nranks) t += 2 * p->alpha + 2 * n * p->beta + n * p->gamma;
     return t;
 }

@@ -87,8 +87,7 @@ static void ring_step(const ring_t *r, size_t g, int k, gcoll_sched_t *s)
 static void ring_init(ring_t *r, const gcoll_coll_args_t *args, const gcoll_group_t *group,
                       gcoll_sched_t *s)
 {
-    size_t chunk = args->chunk_bytes ? args->chunk_bytes : RING_CHUNK_DEFAULT;
-    size_t chunk_elems = chunk / args->dt_size ? chunk / args->dt_size : 1;
+    size_t chunk_elems = gcoll_chunk_elems(args->chunk_bytes, RING_CHUNK_DEFAULT, args->dt_size);
     size_t seg_elems = chunk_elems * (size_t)group->size;
     r->args  = args;
     r->n     = group->size;

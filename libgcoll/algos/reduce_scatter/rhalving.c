@@ -137,10 +137,9 @@ static gcoll_status_t reduce_scatter_rhalving_build(const gcoll_coll_args_t *arg
 static double reduce_scatter_rhalving_cost(const gcoll_cost_params_t *p, int nranks,
                                            size_t bytes)
 {
-    int p2 = gcoll_pow2_floor(nranks), rounds = 0;
+    int p2 = gcoll_pow2_floor(nranks);
     double n = (double)bytes, big = n * nranks, frac = (double)(p2 - 1) / p2;
-    for (int d = 1; d < p2; d *= 2) rounds++;
-    double t = rounds * p->alpha + frac * big * (p->beta + p->gamma);
+    double t = gcoll_log2_ceil(p2) * p->alpha + frac * big * (p->beta + p->gamma);
     if (p2 != nranks) t += 2 * p->alpha + (big + n) * p->beta + big * p->gamma;
     return t;
 }

@@ -1,0 +1,356 @@
+/* Selection tables (core/tune_table.c, core/select.c): the built-in table
+ * parses, prints and re-parses to the same rows, and chooses exactly what the
+ * hand-written rules it replaced chose; malformed tables are rejected whole
+ * with the right line number; first match wins; byte ranges include their
+ * lower end and exclude their upper end; size suffixes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/memtype.h"
+#include "core/select.h"
+#include "core/status.h"
+#include "core/tune_table.h"
+
+static int checks, failures;
+
+#define CHECK(cond, ...) \
+    do { \
+        checks++; \
+        if (!(cond)) { \
+            failures++; \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__); \
+            printf("\n"); \
+        } \
+    } while (0)
+
+static char *print_table(const gcoll_tune_table_t *t)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    gcoll_tune_print(f, t);
+    fclose(f);
+    return buf;
+}
+
+static int rows_equal(const gcoll_tune_row_t *a, const gcoll_tune_row_t *b)
+{
+    return a->coll == b->coll && a->mem == b->mem && a->nodes_lo == b->nodes_lo &&
+           a->nodes_hi == b->nodes_hi && a->ppn_lo == b->ppn_lo && a->ppn_hi == b->ppn_hi &&
+           a->bytes_lo == b->bytes_lo && a->bytes_hi == b->bytes_hi &&
+           a->size_total == b->size_total && a->algo == b->algo && a->chunk == b->chunk &&
+           a->radix == b->radix && a->if_set == b->if_set && a->if_clear == b->if_clear;
+}
+
+/* print -> parse -> same rows, and the second print is the same text */
+static void test_builtin_round_trip(void)
+{
+    gcoll_tune_table_t t, u;
+    gcoll_tune_table_init(&t);
+    gcoll_tune_table_init(&u);
+    gcoll_status_t st = gcoll_tune_parse(&t, gcoll_select_builtin_text(), "built-in", 0);
+    CHECK(st == GCOLL_SUCCESS, "built-in table: %s", gcoll_last_error());
+    CHECK(t.nrows > 20, "built-in table has %zu rows", t.nrows);
+    char *text = print_table(&t);
+    st = gcoll_tune_parse(&u, text, "printed", 0);
+    CHECK(st == GCOLL_SUCCESS, "printed table: %s", gcoll_last_error());
+    CHECK(u.nrows == t.nrows, "printed table has %zu rows, built-in %zu", u.nrows, t.nrows);
+    for (size_t i = 0; i < t.nrows && i < u.nrows; i++)
+        CHECK(rows_equal(&t.rows[i], &u.rows[i]), "row %zu differs after printing", i);
+    char *again = print_table(&u);
+    /* the source comment differs ("# from built-in" / "# from printed") */
+    CHECK(!strcmp(strstr(text, "\nallreduce"), strstr(again, "\nallreduce")),
+          "second print differs:\n%s\n---\n%s", text, again);
+    /* a catch-all row without conditions for every collective */
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        int found = 0;
+        for (size_t i = 0; i < t.nrows; i++) {
+            const gcoll_tune_row_t *r = &t.rows[i];
+            found |= r->coll == (gcoll_coll_t)c && !r->if_set && !r->if_clear &&
+                     r->nodes_lo == 1 && r->nodes_hi == GCOLL_TUNE_INF_INT && r->ppn_lo == 1 &&
+                     r->ppn_hi == GCOLL_TUNE_INF_INT && r->bytes_lo == 0 &&
+                     r->bytes_hi == GCOLL_TUNE_INF_SIZE && r->mem == GCOLL_TUNE_ANY_MEM;
+        }
+        CHECK(found, "built-in table lacks a catch-all row for %s", gcoll_coll_name((gcoll_coll_t)c));
+    }
+    free(text);
+    free(again);
+    gcoll_tune_table_fini(&t);
+    gcoll_tune_table_fini(&u);
+}
+
+/* ---- the rules select.c had before tables, kept here as the reference ---- */
+
+typedef struct {
+    int shm, nnodes, size, ppn, uniform, contiguous;
+} topo_t;
+
+static const char *ref_flat(gcoll_coll_t coll, size_t bytes, size_t block, int size)
+{
+    int pow2 = (size & (size - 1)) == 0;
+    switch (coll) {
+    case GCOLL_COLL_ALLREDUCE:
+        if (bytes <= 16384) return "rdouble";
+        return bytes <= (1u << 20) && pow2 ? "rabenseifner" : "ring";
+    case GCOLL_COLL_BCAST:          return bytes <= 65536 || size <= 2 ? "binomial" : "scatter_allgather";
+    case GCOLL_COLL_REDUCE:         return bytes <= 65536 ? "binomial" : "rs_gather";
+    case GCOLL_COLL_ALLGATHER:      return bytes <= 65536 ? (pow2 ? "rdouble" : "bruck") : "ring";
+    case GCOLL_COLL_REDUCE_SCATTER: return bytes <= 65536 ? "rhalving" : "ring";
+    case GCOLL_COLL_ALLTOALL:       return block <= 256 ? "bruck" : "pairwise";
+    default:                        return "dissemination";
+    }
+}
+
+static const char *ref_pick(const topo_t *c, gcoll_coll_t coll, size_t bytes, size_t block)
+{
+    if (!c->shm || coll == GCOLL_COLL_ALLTOALL || c->size == 1)
+        return ref_flat(coll, bytes, block, c->size);
+    if (c->nnodes == 1) return "shm";
+    if (c->ppn == 1 && c->uniform) return ref_flat(coll, bytes, block, c->size);
+    int regular = c->uniform && c->contiguous;
+    switch (coll) {
+    case GCOLL_COLL_ALLREDUCE:
+        return bytes <= 16384 || !c->uniform ? "hier_leader" : "hier";
+    case GCOLL_COLL_ALLGATHER:
+    case GCOLL_COLL_REDUCE_SCATTER:
+        return regular ? "hier" : ref_flat(coll, bytes, block, c->size);
+    default:
+        return "hier";
+    }
+}
+
+/* A topology from the ranks of each node. */
+static topo_t make_topo(const int *per_node, int n, int shm, int contiguous)
+{
+    topo_t t = { shm, n, 0, 0, 1, contiguous };
+    for (int i = 0; i < n; i++) {
+        t.size += per_node[i];
+        if (per_node[i] > t.ppn) t.ppn = per_node[i];
+        if (per_node[i] != per_node[0]) t.uniform = 0;
+    }
+    return t;
+}
+
+static void key_of(const topo_t *c, gcoll_coll_t coll, size_t block, gcoll_tune_key_t *k)
+{
+    k->coll  = coll;
+    k->mem   = GCOLL_MEM_HOST;
+    k->nodes = c->nnodes;
+    k->ppn   = c->ppn;
+    k->ranks = c->size;
+    k->bytes = block;
+    k->conds = (c->shm ? GCOLL_TUNE_IF_SHM : 0) | (c->uniform ? GCOLL_TUNE_IF_UNIFORM : 0) |
+               (c->uniform && c->contiguous ? GCOLL_TUNE_IF_REGULAR : 0) |
+               ((c->size & (c->size - 1)) == 0 ? GCOLL_TUNE_IF_POW2 : 0);
+}
+
+static void test_builtin_equals_old_rules(void)
+{
+    static const int layouts[][5] = {   /* ranks per node, 0-terminated */
+        { 1 }, { 2 }, { 3 }, { 8 }, { 1, 1 }, { 2, 2 }, { 1, 1, 1 }, { 3, 3, 3 }, { 4, 4 },
+        { 2, 1 }, { 3, 1 }, { 1, 2 }, { 2, 2, 1 }, { 4, 2 }, { 1, 1, 1, 1 }, { 2, 2, 2, 2 },
+    };
+    static const size_t sizes[] = { 0, 1, 4, 64, 128, 255, 256, 257, 4096, 8192, 16383, 16384,
+                                    16385, 21845, 32768, 65535, 65536, 65537, 262144, 1048575,
+                                    1048576, 1048577, 4194304 };
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    gcoll_tune_parse(&t, gcoll_select_builtin_text(), "built-in", 0);
+    int bad = 0;
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+        int n = 0;
+        while (n < 5 && layouts[l][n]) n++;
+        for (int variant = 0; variant < 4; variant++) {
+            topo_t c = make_topo(layouts[l], n, variant & 1, !(variant & 2));
+            for (int coll = 0; coll < GCOLL_COLL_COUNT; coll++)
+                for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+                    size_t block = sizes[s];
+                    size_t bytes = coll == GCOLL_COLL_ALLGATHER || coll == GCOLL_COLL_REDUCE_SCATTER
+                                       ? block * (size_t)c.size : block;
+                    gcoll_tune_key_t k;
+                    key_of(&c, (gcoll_coll_t)coll, block, &k);
+                    const gcoll_tune_row_t *r = gcoll_tune_match(&t, 0, &k);
+                    const char *want = ref_pick(&c, (gcoll_coll_t)coll, bytes, block);
+                    if (!r || strcmp(r->algo->name, want)) {
+                        if (bad++ < 10)
+                            CHECK(0, "%s %zu B, layout %zu shm=%d contiguous=%d: table %s, rules %s",
+                                  gcoll_coll_name((gcoll_coll_t)coll), block, l, c.shm,
+                                  c.contiguous, r ? r->algo->name : "(none)", want);
+                    }
+                    checks++;
+                }
+        }
+    }
+    CHECK(bad == 0, "%d decisions of the built-in table differ from the old rules", bad);
+    gcoll_tune_table_fini(&t);
+}
+
+/* ---- rejection ------------------------------------------------------------ */
+
+static void expect_error(const char *text, int oneline, const char *where, const char *why)
+{
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    gcoll_tune_parse(&t, "barrier * * * * dissemination\n", "first", 0);
+    gcoll_error_clear();
+    gcoll_status_t st = gcoll_tune_parse(&t, text, "bad.tbl", oneline);
+    const char *msg = gcoll_last_error();
+    CHECK(st == GCOLL_ERR_INVALID_ARG, "accepted: %s", text);
+    CHECK(strstr(msg, where) != NULL, "'%s' does not name '%s'", msg, where);
+    CHECK(strstr(msg, why) != NULL, "'%s' does not say '%s'", msg, why);
+    CHECK(strstr(msg, "bad.tbl") != NULL, "'%s' does not name the file", msg);
+    CHECK(t.nrows == 1, "a rejected table left %zu rows (all or nothing)", t.nrows);
+    gcoll_tune_table_fini(&t);
+}
+
+static void test_rejects(void)
+{
+    const char *ok = "# comment\n\nallreduce host * * 0-16K rdouble  # trailing comment\n";
+    char buf[512];
+#define BAD(row, why) \
+    do { snprintf(buf, sizeof buf, "%s%s\n", ok, row); expect_error(buf, 0, "line 4", why); } while (0)
+    BAD("allreduc host * * 0-16K ring", "unknown collective 'allreduc'");
+    BAD("allreduce host * * 16K-inf rign", "'rign' is not an algorithm of allreduce");
+    BAD("allreduce host * * 16K-inf alltoall", "not an algorithm of allreduce");
+    BAD("allreduce gpu * * 16K-inf ring", "memory type 'gpu'");
+    BAD("allreduce host 0 * 16K-inf ring", "bad node range '0'");
+    BAD("allreduce host 8-2 * 16K-inf ring", "bad node range '8-2'");
+    BAD("allreduce host x * 16K-inf ring", "bad node range 'x'");
+    BAD("allreduce host * 2-x 16K-inf ring", "bad ranks-per-node range '2-x'");
+    BAD("allreduce host * * 64K-16K ring", "bad byte range '64K-16K'");
+    BAD("allreduce host * * 16K-16K ring", "bad byte range '16K-16K'");
+    BAD("allreduce host * * 16Q-inf ring", "bad byte range '16Q-inf'");
+    BAD("allreduce host * * -5-inf ring", "bad byte range");
+    BAD("allreduce host * * 16K-inf", "5 fields, expected at least 6");
+    BAD("allreduce host * * 16K-inf ring chunk=0", "chunk=0");
+    BAD("allreduce host * * 16K-inf ring chunk=12X", "chunk=12X");
+    BAD("allreduce host * * 16K-inf ring radix=1", "radix=1");
+    BAD("allreduce host * * 16K-inf ring radix=two", "radix=two");
+    BAD("allreduce host * * 16K-inf ring color=red", "unexpected 'color=red'");
+    BAD("allreduce host * * 16K-inf ring fast", "unexpected 'fast'");
+    BAD("allreduce host * * 16K-inf ring chunk=1K chunk=2K", "given twice");
+    BAD("allreduce host * * 16K-inf ring if=gpu", "unknown condition 'gpu'");
+    BAD("allreduce host * * 16K-inf ring if=shm,!shm", "negation");
+    BAD("allreduce host * * 16K-inf ring size=all", "size=all");
+    BAD("allreduce host * * 1K-8K ring", "can never match: line 3");
+    BAD("allreduce * * * 16K-inf ring ring ring ring ring ring ring ring ring ring ring ring",
+        "more than 16 fields");
+#undef BAD
+    /* a later line, after several good ones: its own number */
+    expect_error("bcast * * * * binomial\n# c\nreduce * * * 0-1K binomial\nreduce * * * * bogus\n",
+                 0, "line 4", "'bogus' is not an algorithm of reduce");
+    /* the one-line form counts rows */
+    expect_error("allreduce:host:*:*:0-16K:rdouble;allreduce:host:*:*:16K-inf:rign", 1, "row 2",
+                 "'rign'");
+    expect_error("allreduce:host:*:*:0-16K", 1, "row 1", "expected at least 6");
+}
+
+/* ---- matching ------------------------------------------------------------- */
+
+static const char *choose(const gcoll_tune_table_t *t, gcoll_coll_t coll, size_t bytes,
+                          int nodes, int ppn)
+{
+    gcoll_tune_key_t k = { coll, GCOLL_MEM_HOST, nodes, ppn, nodes * ppn, GCOLL_TUNE_IF_UNIFORM,
+                           bytes };
+    const gcoll_tune_row_t *r = gcoll_tune_match(t, 0, &k);
+    return r ? r->algo->name : "(none)";
+}
+
+static void test_matching(void)
+{
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    gcoll_status_t st = gcoll_tune_parse(
+        &t,
+        "allreduce host 2-4 * 0-16K rdouble\n"
+        "allreduce host * * 0-16K reduce_bcast\n"     /* overlaps the first: loses there */
+        "allreduce host * * 16K-1M rabenseifner chunk=256K radix=4\n"
+        "allreduce cuda * * * rdouble\n"
+        "allreduce * * * 1M-inf ring\n"
+        "allgather * * * 0-64K rdouble size=total\n"
+        "allgather * * * * ring\n",
+        "t", 0);
+    CHECK(st == GCOLL_SUCCESS, "%s", gcoll_last_error());
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 2, 1), "rdouble"), "first match wins");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 1, 2), "reduce_bcast"), "nodes range");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 5, 2), "reduce_bcast"), "nodes 2-4 is inclusive");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 4, 2), "rdouble"), "nodes 2-4 includes 4");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 0, 1, 2), "reduce_bcast"), "0 bytes in 0-16K");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 16383, 1, 2), "reduce_bcast"), "16K-1 below 16K");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 16384, 1, 2), "rabenseifner"),
+          "16K: hi is exclusive, lo inclusive");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 1048575, 1, 2), "rabenseifner"), "1M-1");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 1048576, 1, 2), "ring"), "1M");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, (size_t)1 << 40, 1, 2), "ring"), "inf");
+    gcoll_tune_key_t k = { GCOLL_COLL_ALLREDUCE, GCOLL_MEM_HOST, 1, 2, 2, 0, 65536 };
+    const gcoll_tune_row_t *r = gcoll_tune_match(&t, 0, &k);
+    CHECK(r && r->chunk == 256 * 1024 && r->radix == 4, "chunk= and radix= parsed");
+    k.mem = GCOLL_MEM_CUDA;
+    r = gcoll_tune_match(&t, 0, &k);
+    CHECK(r && !strcmp(r->algo->name, "rdouble"), "memory type column");
+    /* size=total: 64K over all ranks; 16K per rank x 4 ranks = 64K is out */
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLGATHER, 16383, 2, 2), "rdouble"), "size=total below");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLGATHER, 16384, 2, 2), "ring"), "size=total at hi");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_BCAST, 8, 2, 2), "(none)"), "no row for bcast");
+    gcoll_tune_table_fini(&t);
+
+    /* conditions */
+    gcoll_tune_table_init(&t);
+    gcoll_tune_parse(&t, "bcast * * * * binomial if=shm,!uniform\nbcast * * * * scatter_allgather\n",
+                     "c", 0);
+    gcoll_tune_key_t b = { GCOLL_COLL_BCAST, GCOLL_MEM_HOST, 2, 2, 3, GCOLL_TUNE_IF_SHM, 8 };
+    CHECK(!strcmp(gcoll_tune_match(&t, 0, &b)->algo->name, "binomial"), "if=shm,!uniform holds");
+    b.conds |= GCOLL_TUNE_IF_UNIFORM;
+    CHECK(!strcmp(gcoll_tune_match(&t, 0, &b)->algo->name, "scatter_allgather"), "!uniform fails");
+    gcoll_tune_table_fini(&t);
+}
+
+static void test_oneline(void)
+{
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    gcoll_status_t st = gcoll_tune_parse(
+        &t, "allreduce:host:*:*:0-16K:rdouble;allreduce:host:*:*:16K-inf:ring:chunk=64K;", "GCOLL_TUNE", 1);
+    CHECK(st == GCOLL_SUCCESS, "%s", gcoll_last_error());
+    CHECK(t.nrows == 2 && t.rows[1].line == 2 && t.rows[1].chunk == 65536, "one-line rows");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 16384, 1, 2), "ring"), "one-line ranges");
+    gcoll_tune_table_fini(&t);
+}
+
+static void test_sizes(void)
+{
+    static const struct { const char *s; size_t v; } good[] = {
+        { "0", 0 }, { "64", 64 }, { "1K", 1024 }, { "1k", 1024 }, { "16K", 16384 },
+        { "2M", 2u << 20 }, { "1G", 1u << 30 }, { "4KiB", 4096 }, { "4KB", 4096 },
+    };
+    static const char *const bad[] = { "", "K", "1T", "1.5K", "-1", "1K2", "99999999999999999999G" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        size_t v = 1;
+        CHECK(gcoll_tune_parse_size(good[i].s, &v) == 0 && v == good[i].v, "size '%s' -> %zu",
+              good[i].s, v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t v;
+        CHECK(gcoll_tune_parse_size(bad[i], &v) != 0, "size '%s' accepted", bad[i]);
+    }
+    char buf[32];
+    gcoll_tune_format_size(buf, sizeof buf, 16384);
+    CHECK(!strcmp(buf, "16K"), "16384 prints as %s", buf);
+    gcoll_tune_format_size(buf, sizeof buf, 16385);
+    CHECK(!strcmp(buf, "16385"), "16385 prints as %s", buf);
+    gcoll_tune_format_size(buf, sizeof buf, (size_t)3 << 30);
+    CHECK(!strcmp(buf, "3G"), "3G prints as %s", buf);
+}
+
+int main(void)
+{
+    test_builtin_round_trip();
+    test_builtin_equals_old_rules();
+    test_rejects();
+    test_matching();
+    test_oneline();
+    test_sizes();
+    printf("test_tune: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
