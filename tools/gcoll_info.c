@@ -10,6 +10,7 @@
 #include "algos/algo.h"
 #include "core/config.h"
 #include "core/select.h"
+#include "topo/topo.h"
 #include "transport/transport.h"
 
 static void usage(FILE *f)
@@ -20,7 +21,9 @@ static void usage(FILE *f)
                "  -A           as -a, with a one-line summary of each algorithm\n"
                "  -s           the selection table in force (GCOLL_TUNE, GCOLL_TUNE_FILE,\n"
                "               built-in), in the file format: save it, edit it, load it\n"
-               "               with GCOLL_TUNE_FILE (docs/TUNING.md)\n");
+               "               with GCOLL_TUNE_FILE (docs/TUNING.md)\n"
+               "  --topo[=F]   this node's GPU/NIC/NUMA matrix (or that of hwloc XML file F)\n"
+               "               and which GPU and NIC each rank drives (runs MPI; mpirun or not)\n");
 }
 
 static void print_build(void)
@@ -84,6 +87,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-a")) algos = 1;
         else if (!strcmp(argv[i], "-A")) algos = 2;
         else if (!strcmp(argv[i], "-s")) table = 1;
+        else if (!strncmp(argv[i], "--topo", 6) && (!argv[i][6] || argv[i][6] == '='))
+            return gcoll_topo_info_main(argv[i]);   /* MPI_Init only in this mode */
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
     }

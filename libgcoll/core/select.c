@@ -169,12 +169,20 @@ static gcoll_status_t parse_forced(struct gcoll_comm *c, const char *spec)
     return GCOLL_SUCCESS;
 }
 
+/* Collective: a table file unreadable on one node must fail every rank, or
+ * the others would go on to connect the transport and wait for it. */
 gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
 {
     memset(comm->forced, 0, sizeof(comm->forced));
     memset(comm->logged, 0, sizeof(comm->logged));
-    GCOLL_TRY(parse_forced(comm, gcoll_config.algo));
-    return gcoll_select_table(&comm->tune);
+    gcoll_status_t st = parse_forced(comm, gcoll_config.algo);
+    if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->tune);
+    int bad = st != GCOLL_SUCCESS, any_bad = 0;
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
+    if (any_bad && !bad)
+        st = GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "another rank rejected its selection table "
+                                                "(GCOLL_TUNE_FILE, GCOLL_TUNE or GCOLL_ALGO)");
+    return st;
 }
 
 void gcoll_select_force(gcoll_comm_t comm, gcoll_coll_t coll, const gcoll_algo_t *algo)
@@ -244,6 +252,15 @@ static int size_class(size_t bytes)
     return k;
 }
 
+/* Row text for a log line: one space between fields. */
+static void squeeze(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++)
+        if (*r != ' ' || (w > s && w[-1] != ' ')) *w++ = *r;
+    *w = '\0';
+}
+
 static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_algo_t *a,
                          const gcoll_tune_row_t *row, const char *what)
 {
@@ -253,6 +270,7 @@ static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_
     char why[400] = "forced by GCOLL_ALGO", text[320];
     if (row) {
         gcoll_tune_format_row(text, sizeof text, row);
+        squeeze(text);
         snprintf(why, sizeof why, "%s:%d: %s", row->src, row->line, text);
     } else if (!c->forced[k->coll]) {
         snprintf(why, sizeof why, "no row matches");

@@ -34,24 +34,76 @@
  * Every element is reduced in rank order (in[0] op in[1] op ...), by one rank
  * or identically by all, so all ranks hold bitwise equal results.
  *
- * Measured on the 2-core development machine (float32 sum, 2 ranks; see
- * test/mpi/test_shm.c -b): slices of 256 KiB were fastest at 16-64 MiB
- * (64 KiB: slower by the extra steps, 1 MiB: the working set leaves L2);
- * GCOLL_SHM_SMALL = 16 KiB is where the one-step path stops winning.
+ * Sizes (2 ranks: 256 KiB slices, see GCOLL_SHM_AREA in shm_int.h): the
+ * chunk's shared working set (3 MiB over both ranks) fits the L2 + L3 of
+ * every machine we target, while 64 MiB still takes only 130 steps of
+ * ~0.2 us.  GCOLL_SHM_SMALL: below 16 KiB a second step costs more than
+ * having every rank reduce everything.  GCOLL_SHM_NT_MIN: results of 32 MiB
+ * and more (beyond the 32 MiB L3 of the reference machine) are streamed.
+ * These were chosen by the arithmetic above; the development machine was
+ * too loaded by parallel jobs while this was written to rank alternatives
+ * (see test/mpi/test_shm.c -b to redo it).
  */
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include "shm/shm_int.h"
 #include "algos/peers.h"
 #include "core/reduce.h"
 #include "core/status.h"
 
 #define GCOLL_SHM_SMALL (16u << 10)
+#define GCOLL_SHM_NT_MIN (32u << 20)  /* results this large bypass the caches */
 #define FOLD_BLOCK      (8u << 10)    /* accumulator + inputs stay in L1 */
 
 typedef struct { size_t off, len; } shm_seg_t;
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* ---- copies into the caller's buffers ----------------------------------- */
+
+/* memcpy, or with stream (non-temporal) stores when nt is set: for results
+ * far larger than the caches, plain stores first read each destination line
+ * from memory (read for ownership) only to overwrite it, a third of the
+ * memory traffic of a large allreduce; streaming stores skip that read. */
+static void shm_copy(void *dst, const void *src, size_t bytes, int nt)
+{
+#if defined(__x86_64__)
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 15);
+    if (!nt || bytes < 256) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    memcpy(d, s, head);
+    d += head, s += head, bytes -= head;
+    for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, bytes);
+#else
+    (void)nt;
+    memcpy(dst, src, bytes);
+#endif
+}
+
+/* Streaming stores are weakly ordered: fence them before the call returns. */
+static void shm_copy_done(int nt)
+{
+#if defined(__x86_64__)
+    if (nt) _mm_sfence();
+#else
+    (void)nt;
+#endif
+}
 
 /* ---- argument checks (identical on every rank, so all fail alike) ------- */
 
@@ -88,13 +140,13 @@ static gcoll_status_t shm_check_root(const gcoll_shm_t *shm, const char *fn, int
 /* ---- reduction of P inputs in rank order --------------------------------- */
 
 /* out = in[0] op in[1] op ... op in[n-1] over count elements, and the same
- * into copy unless it is NULL.  out may equal in[0] or in[1] (the reduce
+ * into copy unless it is NULL (streaming stores if nt).  out may equal in[0] or in[1] (the reduce
  * kernel allows that); if it equals a later input, which the first pass
  * would overwrite, accumulate in scratch (>= one block) instead.  The work
  * goes in blocks small enough for L1, so the n - 1 passes over the
  * accumulator and the copy read it from L1, not from L2 or memory. */
-static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, const void *const *in, int n,
-                     size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch)
+static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, int nt, const void *const *in,
+                     int n, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch)
 {
     size_t dts = gcoll_dtype_size(dtype);
     if (n == 2 && !copy) {   /* one pass: nothing to keep in L1 */
@@ -117,7 +169,7 @@ static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, const void *
         for (int k = 2; k < n; k++)
             gcoll_reduce_host(acc, acc, (const unsigned char *)in[k] + b, m, dtype, op);
         if (alias) memcpy((unsigned char *)out + b, acc, m * dts);
-        if (copy) memcpy((unsigned char *)copy + b, acc, m * dts);
+        if (copy) shm_copy((unsigned char *)copy + b, acc, m * dts, nt);
     }
 }
 
@@ -153,6 +205,7 @@ typedef struct {
     size_t               count, dts;
     gcoll_dtype_t        dtype;
     gcoll_op_t           op;
+    int                  nt;       /* stream the result into dst */
 } shm_red_args_t;
 
 /* Phase work: reduce own slice of chunk i into res (and dst). */
@@ -165,7 +218,7 @@ static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? a->src + s.off * a->dts : shm_slot(shm, k, rp, me);
     unsigned char *res = shm_res(shm, me, gcoll_shm_wpar(shm));
-    shm_fold(shm, res, a->dst ? a->dst + s.off * a->dts : NULL, in, shm->size, s.len, a->dtype,
+    shm_fold(shm, res, a->dst ? a->dst + s.off * a->dts : NULL, a->nt, in, shm->size, s.len, a->dtype,
              a->op, NULL);
 }
 
@@ -175,7 +228,7 @@ static void shm_ar_copy_out(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int j = 0; j < shm->size; j++) {
         shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, j);
         if (j != shm->rank && s.len)
-            memcpy(a->dst + s.off * a->dts, shm_res(shm, j, rp), s.len * a->dts);
+            shm_copy(a->dst + s.off * a->dts, shm_res(shm, j, rp), s.len * a->dts, a->nt);
     }
 }
 
@@ -200,6 +253,7 @@ static gcoll_status_t shm_ar_large(gcoll_shm_t *shm, const shm_red_args_t *a)
         if (t < n) shm_ar_copy_in(shm, a, t);
         if (t <= n) GCOLL_TRY(gcoll_shm_step(shm));
     }
+    shm_copy_done(a->nt);
     return GCOLL_SUCCESS;
 }
 
@@ -219,7 +273,7 @@ static gcoll_status_t shm_ar_small(gcoll_shm_t *shm, const shm_red_args_t *a, in
                 : tiny  ? (const void *)gcoll_shm_inline(shm, k, wp)
                         : (const void *)gcoll_shm_area(shm, k, wp);
     /* Scratch for an in-place fold: own area of the new write parity. */
-    shm_fold(shm, a->dst, NULL, in, shm->size, a->count, a->dtype, a->op,
+    shm_fold(shm, a->dst, NULL, 0, in, shm->size, a->count, a->dtype, a->op,
              gcoll_shm_area(shm, me, gcoll_shm_wpar(shm)));
     return GCOLL_SUCCESS;
 }
@@ -230,12 +284,13 @@ gcoll_status_t gcoll_shm_allreduce(gcoll_shm_t *shm, const void *src, void *dst,
     GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_allreduce", dtype, op));
     if (!count) return GCOLL_SUCCESS;
     if (!src || !dst) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_allreduce: NULL buffer");
-    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op };
+    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op, 0 };
     if (shm->size == 1) {
         if (src != dst) memcpy(dst, src, count * a.dts);
         return GCOLL_SUCCESS;
     }
     if (count * a.dts <= GCOLL_SHM_SMALL) return shm_ar_small(shm, &a, 1);
+    a.nt = count * a.dts >= GCOLL_SHM_NT_MIN;
     return shm_ar_large(shm, &a);
 }
 
@@ -248,13 +303,15 @@ gcoll_status_t gcoll_shm_reduce(gcoll_shm_t *shm, const void *src, void *dst, si
     int me = shm->rank;
     if (!src || (me == root && !dst))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce: NULL buffer");
-    shm_red_args_t a = { src, me == root ? dst : NULL, count, gcoll_dtype_size(dtype), dtype, op };
+    shm_red_args_t a = { src, me == root ? dst : NULL, count, gcoll_dtype_size(dtype), dtype, op,
+                         0 };
     if (shm->size == 1) {
         if (src != dst) memcpy(dst, src, count * a.dts);
         return GCOLL_SUCCESS;
     }
     /* Small: the root's own input is read from src, so it publishes nothing. */
     if (count * a.dts <= GCOLL_SHM_SMALL) return shm_ar_small(shm, &a, me != root);
+    a.nt = count * a.dts >= GCOLL_SHM_NT_MIN;
     return shm_ar_large(shm, &a);
 }
 
@@ -292,7 +349,7 @@ static void shm_rs_reduce(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_r
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? a->src + s.off * a->dts : shm_rs_slot(shm, pl, k, rp, me);
     size_t own = gcoll_block_off(a->count, shm->size, me);
-    shm_fold(shm, a->dst + (s.off - own) * a->dts, NULL, in, shm->size, s.len, a->dtype, a->op,
+    shm_fold(shm, a->dst + (s.off - own) * a->dts, NULL, 0, in, shm->size, s.len, a->dtype, a->op,
              shm_res(shm, me, gcoll_shm_wpar(shm)));
 }
 
@@ -315,7 +372,7 @@ gcoll_status_t gcoll_shm_reduce_scatter(gcoll_shm_t *shm, const void *src, void 
     if (!count) return GCOLL_SUCCESS;
     if (!src || (!dst && gcoll_block_len(count, shm->size, shm->rank)))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce_scatter: NULL buffer");
-    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op };
+    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op, 0 };
     size_t maxlen = gcoll_block_len(count, shm->size, 0);   /* block 0 is a longest */
     shm_rs_plan_t pl = { shm->slice / a.dts, shm->slice, 0 };
     size_t n = ceil_div(maxlen, pl.sub);

@@ -49,7 +49,7 @@
 /* Bytes of one area (per rank, per parity) before division into P + 1
  * slices.  768 KiB gives 256 KiB slices at 2 ranks: the whole shared
  * working set (2 ranks x 2 parities x 3 slices = 3 MiB) stays in L2+L3, and
- * a 64 MiB allreduce needs 130 steps.  See shm_coll.c for the measurements. */
+ * a 64 MiB allreduce needs 130 steps.  See the top of shm_coll.c. */
 #define GCOLL_SHM_AREA    (768u << 10)
 #define GCOLL_SHM_MIN_SLICE 4096u
 

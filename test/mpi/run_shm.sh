@@ -48,13 +48,13 @@ run_job() {
     rc=$?
     t0=$(($(date +%s) - t0))
     if [ "$rc" = 0 ] && { [ $# -gt 0 ] || grep -q "^test_shm: $np ranks: ok" "$out"; }; then
-        echo "PASS: test_shm np=$np $* ($t0 s)"
+        echo "PASS: test_shm np=$np${*:+ $*} ($t0 s)"
         [ $# -gt 0 ] && cat "$out"
         passed=$((passed + 1))
     else
         why="exit $rc"
         if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then why="timed out after $JOB_TIMEOUT s"; fi
-        echo "FAIL: test_shm np=$np $* ($why, $t0 s)"
+        echo "FAIL: test_shm np=$np${*:+ $*} ($why, $t0 s)"
         grep -v "WARN shm_" "$out" | head -n 60 | sed 's/^/  | /'
         failed=$((failed + 1))
     fi

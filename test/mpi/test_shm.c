@@ -317,6 +317,11 @@ static void run_matrix(void)
                         if (n < 100000 || root == 0 || root == size - 1)
                             test_reduce(n, dtypes[d], ops[o], ip, root, seed++);
                 }
+    /* 32 MiB and more: results are written with streaming stores */
+    for (int ip = 0; ip < 2; ip++) {
+        test_allreduce((4u << 20) + 5, GCOLL_FLOAT64, GCOLL_SUM, ip, seed++);
+        test_reduce((4u << 20) + 5, GCOLL_FLOAT64, GCOLL_MAX, ip, size - 1, seed++);
+    }
     size_t dts[] = { 1, 2, 3, 4, 8 };
     for (size_t c = 0; c < NELEMS(counts); c++)
         for (size_t d = 0; d < NELEMS(dts); d++)

@@ -8,11 +8,11 @@
  *
  *   step  intra-node (NODE, shared memory)   inter-node (rail, transport)
  *   1     reduce-scatter src -> dst[block l]
- *   2                                          allreduce dst[block l] (rdouble/ring)
+ *   2                                          allreduce dst[block l] (by size)
  *   3     allgather dst[block l] -> dst
  *
  * Cost: 2 shm passes + rail allreduce of n/L bytes over N nodes:
- *   ring: 2(N-1) alpha + 2 (N-1)/N (n/L) beta.
+ *   2 log N alpha + 2 (N-1)/N (n/L) beta (Rabenseifner; ring for big blocks).
  * Needs every node to hold the same number of ranks (so block l has one size
  * on every node); otherwise it builds "hier_leader".
  *
@@ -38,7 +38,8 @@ static gcoll_status_t group_allreduce(const gcoll_coll_args_t *a, const gcoll_gr
     gcoll_coll_args_t ra = *a;
     ra.count = count;
     ra.src = ra.dst = at;
-    return gcoll_hier_run_flat(gcoll_hier_flat_allreduce(count * a->dt_size), &ra, g, idx, n, me, s);
+    const gcoll_algo_t *flat = gcoll_hier_flat_allreduce(count * a->dt_size, n);
+    return gcoll_hier_run_flat(flat, &ra, g, idx, n, me, s);
 }
 
 static gcoll_status_t build_leader(const gcoll_coll_args_t *a, const gcoll_group_t *g,

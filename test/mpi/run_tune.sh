@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Selection tables under mpirun (docs/TUNING.md):
+#   (a) a malformed GCOLL_TUNE_FILE makes gcoll_comm_create fail on 2 ranks
+#       with GCOLL_ERR_INVALID_ARG naming the file and line, and gcoll_info
+#       exit non-zero with the same sentence;
+#   (b) gcoll_tune -o t.tbl at 2 ranks (tiny size range) writes a table that
+#       GCOLL_TUNE_FILE accepts and whose rows GCOLL_DEBUG=INFO reports as
+#       the source of decisions; a hand-edited row changes the decision;
+#       GCOLL_TUNE rows go before the file, GCOLL_ALGO before both;
+#       gcoll_info -s prints a table that loads back.
+# Run from the top build directory.  Exit 0 all passed, 1 a check failed,
+# 77 no mpirun, 99 setup error.
+set -u
+
+MPIRUN=${MPIRUN:-mpirun}
+PROG=test/mpi/test_tune_create
+INFO=tools/gcoll_info
+TUNE=tools/gcoll_tune
+passed=0
+failed=0
+
+command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN on PATH"; exit 77; }
+for p in "$PROG" "$INFO" "$TUNE"; do
+    [ -x "$p" ] || { echo "ERROR: $p not built (run from the top build directory)"; exit 99; }
+done
+# serialise MPI jobs with the other MPI test scripts
+if command -v flock >/dev/null 2>&1; then exec 9>test/mpi/mpi-jobs.lock; flock 9; fi
+
+FLAGS=""
+if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+    FLAGS="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+    [ "$(id -u)" = 0 ] && FLAGS="$FLAGS --allow-run-as-root"
+fi
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+unset GCOLL_ALGO GCOLL_TUNE GCOLL_TUNE_FILE GCOLL_NODE_SIZE GCOLL_DEBUG
+export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}
+
+mpi() {   # mpi NP PROGRAM ARGS...: output in $DIR/out, status returned
+    local np=$1
+    shift
+    # shellcheck disable=SC2086  # FLAGS are words on purpose
+    timeout -k 10 300 "$MPIRUN" $FLAGS -np "$np" "$@" >"$DIR/out" 2>&1
+}
+
+check() {   # check LABEL CONDITION-STATUS
+    if [ "$2" = 0 ]; then
+        echo "PASS: $1"; passed=$((passed + 1))
+    else
+        echo "FAIL: $1"; sed 's/^/  | /' "$DIR/out" | head -n 40; failed=$((failed + 1))
+    fi
+}
+
+# ---- (a) malformed file ------------------------------------------------------
+cat >"$DIR/bad.tbl" <<'EOF'
+# a table with a typo on line 3
+allreduce  host  *  *  0-16K    rdouble
+allreduce  host  *  *  16K-inf  rign
+EOF
+GCOLL_TUNE_FILE=$DIR/bad.tbl mpi 2 "$PROG" 64
+rc=$?
+create_msg=$(sed -n 's/^test_tune_create: gcoll_comm_create: [^:]*: //p' "$DIR/out")
+grep -q "invalid argument" "$DIR/out" && [ "$rc" = 3 ] &&
+    [[ "$create_msg" == *"bad.tbl, line 3: 'rign' is not an algorithm of allreduce"* ]]
+check "malformed GCOLL_TUNE_FILE: gcoll_comm_create fails with INVALID_ARG naming line 3 (rc=$rc)" $?
+
+GCOLL_TUNE_FILE=$DIR/bad.tbl "$INFO" >"$DIR/out" 2>&1
+rc=$?
+info_msg=$(sed -n 's/^gcoll_info: //p' "$DIR/out")
+[ "$rc" != 0 ] && [ -n "$create_msg" ] && [ "$info_msg" = "$create_msg" ]
+check "malformed GCOLL_TUNE_FILE: gcoll_info exits $rc with the same sentence" $?
+
+GCOLL_TUNE="allreduce:host:*:*:0-16K:rdouble;bcast:host:*:0:*:binomial" mpi 2 "$PROG" 64
+rc=$?
+[ "$rc" = 3 ] && grep -q "GCOLL_TUNE, row 2: bad ranks-per-node range '0'" "$DIR/out"
+check "malformed GCOLL_TUNE: row 2 named" $?
+
+GCOLL_TUNE_FILE=$DIR/missing.tbl "$INFO" -s >"$DIR/out" 2>&1
+[ $? != 0 ] && grep -q "missing.tbl cannot be opened" "$DIR/out"
+check "missing GCOLL_TUNE_FILE: gcoll_info -s fails naming it" $?
+
+# ---- (b) gcoll_tune, then loading what it wrote --------------------------------
+mpi 2 "$TUNE" -o "$DIR/t.tbl" -m 8:1K -c allreduce,bcast,barrier
+rc=$?
+[ "$rc" = 0 ] && grep -q "^# how: .*gcoll_tune -o" "$DIR/t.tbl" && grep -q "^# when: " "$DIR/t.tbl" &&
+    grep -q "^# where: host .*2 rank(s) on 1 node(s), 2 per node" "$DIR/t.tbl" &&
+    grep -Eq "^allreduce +host +1 +2 " "$DIR/t.tbl" && grep -q "^barrier " "$DIR/t.tbl"
+check "gcoll_tune -o t.tbl -m 8:1K writes a table with its provenance (rc=$rc)" $?
+cp "$DIR/out" "$DIR/tune.out"
+
+GCOLL_TUNE_FILE=$DIR/t.tbl GCOLL_DEBUG=INFO mpi 2 "$PROG" 64 512
+rc=$?
+[ "$rc" = 0 ] && grep -Eq "select allreduce 33\.\.64 B.*\(.*t\.tbl:[0-9]+: allreduce" "$DIR/out"
+check "GCOLL_TUNE_FILE=t.tbl: the decisions name rows of t.tbl" $?
+
+# a hand edit: allreduce always ring, first row
+{ echo "allreduce  *  *  *  0-inf  ring"; grep -v '^allreduce' "$DIR/t.tbl"; } >"$DIR/edit.tbl"
+GCOLL_TUNE_FILE=$DIR/edit.tbl GCOLL_DEBUG=INFO mpi 2 "$PROG" 64 65536
+rc=$?
+[ "$rc" = 0 ] && grep -q "select allreduce 33..64 B.*: ring (.*edit.tbl:1: " "$DIR/out" &&
+    grep -q "select allreduce 32769..65536 B.*: ring (.*edit.tbl:1: " "$DIR/out"
+check "hand-edited table forcing allreduce 0-inf ring changes the decision" $?
+
+GCOLL_TUNE_FILE=$DIR/edit.tbl GCOLL_TUNE="allreduce:*:*:*:0-1K:rdouble" GCOLL_DEBUG=INFO \
+    mpi 2 "$PROG" 64 65536
+rc=$?
+[ "$rc" = 0 ] && grep -q "select allreduce 33..64 B.*: rdouble (GCOLL_TUNE:1: " "$DIR/out" &&
+    grep -q "select allreduce 32769..65536 B.*: ring (.*edit.tbl:1: " "$DIR/out"
+check "GCOLL_TUNE rows go before GCOLL_TUNE_FILE's" $?
+
+GCOLL_TUNE_FILE=$DIR/edit.tbl GCOLL_TUNE="allreduce:*:*:*:*:rdouble" GCOLL_ALGO=allreduce=reduce_bcast \
+    GCOLL_DEBUG=INFO mpi 2 "$PROG" 64
+rc=$?
+[ "$rc" = 0 ] && grep -q "select allreduce 33..64 B.*: reduce_bcast (forced by GCOLL_ALGO)" "$DIR/out"
+check "GCOLL_ALGO goes before both" $?
+
+# a row whose algorithm declines (shm across two nodes) falls through to the
+# next matching row (the built-in flat one for 2 nodes x 1 rank)
+GCOLL_TUNE="allreduce:*:*:*:*:shm" GCOLL_NODE_SIZE=1 GCOLL_DEBUG=INFO mpi 2 "$PROG" 64
+rc=$?
+[ "$rc" = 0 ] && grep -q "shm declined, next matching row: rdouble" "$DIR/out"
+check "a declining row falls through to the next matching row" $?
+
+# gcoll_info -s: the table in force, in the file format, loads back
+GCOLL_TUNE_FILE=$DIR/edit.tbl GCOLL_TUNE="bcast:*:*:*:*:binomial" "$INFO" -s >"$DIR/shown.tbl" 2>"$DIR/out"
+rc=$?
+[ "$rc" = 0 ] && grep -q "^# from GCOLL_TUNE" "$DIR/shown.tbl" && grep -q "^# from .*edit.tbl" "$DIR/shown.tbl" &&
+    grep -q "^# from built-in" "$DIR/shown.tbl" && GCOLL_TUNE_FILE=$DIR/shown.tbl "$INFO" -s >"$DIR/out" 2>&1
+check "gcoll_info -s prints the table in force, which loads back" $?
+
+echo "run_tune.sh: $passed passed, $failed failed"
+[ "$failed" = 0 ]
