@@ -1,7 +1,7 @@
 /* Buffer placement for -d host|cuda.  Device buffers get host images: inputs
  * are written on the host and copied up, outputs copied down to be checked,
  * so the data and the checks are the same code for both placements. */
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * the same sentence gcoll_comm_create would return. */
 #include <stdio.h>
 #include <string.h>
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "gcoll.h"
 #include "algos/algo.h"
 #include "core/config.h"

@@ -4,7 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -82,7 +82,13 @@ static gcoll_status_t shm_init(struct gcoll_comm *c)
 {
     if (MPI_Comm_split(c->mpi_comm, c->node, c->rank, &c->node_comm) != MPI_SUCCESS)
         return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split by node failed");
-    gcoll_status_t st = gcoll_shm_create(c->node_comm, &c->shm);
+    /* the ranks sharing this host's CPUs decide how long waiters may spin */
+    MPI_Comm host_comm;
+    if (MPI_Comm_split_type(c->mpi_comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
+                            &host_comm) != MPI_SUCCESS)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split_type(SHARED) failed");
+    gcoll_status_t st = gcoll_shm_create(c->node_comm, host_comm, &c->shm);
+    MPI_Comm_free(&host_comm);
     int ok = st == GCOLL_SUCCESS, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
     if (!all_ok) {

@@ -1,5 +1,5 @@
 /* Memory-type detection and host staging of CUDA buffers. */
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/memtype.h"
 #include "core/status.h"
 #ifdef HAVE_CUDA

@@ -27,9 +27,10 @@
 typedef struct gcoll_shm gcoll_shm_t;
 
 /* Create the segment of node_comm and map it on every rank.  Collective over
- * node_comm (all ranks of one node).  On failure every rank returns the same
- * error and *shm is NULL. */
-gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, gcoll_shm_t **shm);
+ * node_comm (all ranks of one node) and host_comm (all ranks sharing this
+ * host's CPUs, which decide whether waiters may spin).  On failure every rank
+ * returns the same error and *shm is NULL. */
+gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_shm_t **shm);
 
 /* Unmap and free.  Collective in the sense that every rank calls it once;
  * it does not wait for the others (the kernel frees the segment when the

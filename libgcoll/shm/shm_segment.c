@@ -132,22 +132,26 @@ static int shm_attach(gcoll_shm_t *shm, const char *name, int fd)
     return 0;
 }
 
-/* Decide how long to spin: count the distinct CPUs the node's ranks may run
+/* Decide how long to spin: count the distinct CPUs the host's ranks may run
  * on (the union of their affinity masks); fewer CPUs than ranks means
- * oversubscription. */
-static int shm_spin_limit(MPI_Comm node_comm, int size)
+ * oversubscription.  Judged over the whole host, not the (possibly
+ * simulated) node: 4 ranks as 2 simulated nodes on 2 CPUs are oversubscribed
+ * although each node has a CPU per rank. */
+static int shm_spin_limit(MPI_Comm host_comm)
 {
     cpu_set_t mine, all;
+    int size;
+    MPI_Comm_size(host_comm, &size);
     CPU_ZERO(&mine);
     if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return SPIN_OVERSUBSCRIBED;
-    MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, node_comm);
+    MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, host_comm);
     int cpus = CPU_COUNT(&all);
-    gcoll_info("shm: %d local ranks on %d cpus: %s waits", size, cpus,
+    gcoll_info("shm: %d ranks on this host's %d cpus: %s waits", size, cpus,
                cpus < size ? "short-spin" : "spinning");
     return cpus < size ? SPIN_OVERSUBSCRIBED : SPIN_DEDICATED;
 }
 
-gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, gcoll_shm_t **out)
+gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_shm_t **out)
 {
     char name[SHM_NAME_MAX] = "";
     int fd = -1, ok = 1, all_ok = 0;
@@ -159,7 +163,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, gcoll_shm_t **out)
     MPI_Comm_rank(node_comm, &s->rank);
     MPI_Comm_size(node_comm, &s->size);
     shm_layout(s);
-    s->spin_limit = shm_spin_limit(node_comm, s->size);
+    s->spin_limit = shm_spin_limit(host_comm);
 
     if (s->rank == 0 && ok) fd = shm_create_file(s, name);
     MPI_Bcast(name, SHM_NAME_MAX, MPI_CHAR, 0, node_comm);

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/log.h"
 #include "core/status.h"
 #include "topo/topo_int.h"

@@ -11,7 +11,7 @@
  * request, one match, and its type signature is still `bytes` MPI_BYTEs, so
  * the two sides match whatever datatype each side built. */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #endif
 
 #include <limits.h>

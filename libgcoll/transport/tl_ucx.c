@@ -27,7 +27,7 @@
  *   have closed, so a close that needs the peer's progress cannot hang, and
  *   no worker is destroyed while a peer still needs it. */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #endif
 
 #include "transport/transport.h"

@@ -373,7 +373,7 @@ static void run_timeout(void)
 {
     if (size < 2) return;
     gcoll_shm_t *t;
-    if (gcoll_shm_create(MPI_COMM_WORLD, &t)) { FAIL("create for timeout test: %s", gcoll_last_error()); return; }
+    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &t)) { FAIL("create for timeout test: %s", gcoll_last_error()); return; }
     double saved = gcoll_config.timeout;
     gcoll_config.timeout = 0.3;
     if (rank != 0) {
@@ -461,7 +461,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int bench = argc > 1 && !strcmp(argv[1], "-b");
-    gcoll_status_t st = gcoll_shm_create(MPI_COMM_WORLD, &shm);
+    gcoll_status_t st = gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &shm);
     if (st) {
         fprintf(stderr, "FAIL rank %d: gcoll_shm_create: %s\n", rank, gcoll_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -23,7 +23,7 @@
  * Each failure prints one line starting with FAIL; the exit status is non-zero
  * on every rank when any rank failed. */
 #ifdef HAVE_CONFIG_H
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #endif
 
 #include <sched.h>

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
+#include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "topo/topo.h"
 
 static int checks, failures;

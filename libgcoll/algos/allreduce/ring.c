@@ -98,6 +98,7 @@ static void ring_init(ring_t *r, const gcoll_coll_args_t *args, const gcoll_grou
     r->nseg  = (args->count + seg_elems - 1) / seg_elems;
     r->in_place = gcoll_bref_eq(args->src, args->dst);
     r->slot_bytes = 0;
+    r->tmp   = gcoll_bref(GCOLL_BUF_SCRATCH, 0);   /* unused unless reserved below */
     if (r->nseg == 0) return;
     size_t off, len;
     ring_block(r, 0, 0, &off, &len);   /* segment 0, block 0 is the largest */

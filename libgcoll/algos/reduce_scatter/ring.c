@@ -87,6 +87,7 @@ static void rsring_init(rsring_t *r, const gcoll_coll_args_t *args, const gcoll_
     r->depth = RING_DEPTH < r->n - 1 ? RING_DEPTH : r->n - 1;
     r->nseg  = (args->count + chunk_elems - 1) / chunk_elems;
     r->in_place = gcoll_bref_eq(own, args->dst);
+    r->tmp   = gcoll_bref(GCOLL_BUF_SCRATCH, 0);   /* unused unless reserved below */
     r->seg_bytes = r->nseg ? (args->count + r->nseg - 1) / r->nseg * args->dt_size : 0;
     if (r->nseg && (r->n > 2 || r->in_place))
         r->tmp = gcoll_sched_scratch(s, 2 * (size_t)r->depth * r->seg_bytes);

@@ -1,0 +1,45 @@
+/* The one configuration table.  Every GCOLL_* environment variable is an entry
+ * of gcoll_config_table[] in config.c (name, default, documentation, parser,
+ * field); gcoll_config_load() parses them all into gcoll_config, rejecting a
+ * malformed value with a sentence, and gcoll_info prints the table. */
+#ifndef GCOLL_CONFIG_H
+#define GCOLL_CONFIG_H
+
+#include <stddef.h>
+#include "gcoll.h"
+
+#define GCOLL_CONFIG_STR_MAX 1024
+
+typedef enum { GCOLL_TRANSPORT_AUTO = 0, GCOLL_TRANSPORT_UCX, GCOLL_TRANSPORT_MPI } gcoll_transport_kind_t;
+
+typedef struct {
+    int    debug;                          /* GCOLL_DEBUG: gcoll_log_level_t */
+    char   algo[GCOLL_CONFIG_STR_MAX];     /* GCOLL_ALGO: "allreduce=ring,bcast=binomial" */
+    char   tune_file[GCOLL_CONFIG_STR_MAX];/* GCOLL_TUNE_FILE */
+    char   tune[GCOLL_CONFIG_STR_MAX];     /* GCOLL_TUNE: one-line table rows */
+    int    node_size;                      /* GCOLL_NODE_SIZE: 0 = real nodes */
+    int    transport;                      /* GCOLL_TRANSPORT: gcoll_transport_kind_t */
+    double timeout;                        /* GCOLL_TIMEOUT seconds, 0 = wait forever */
+    int    check;                          /* GCOLL_CHECK: 0/1 */
+} gcoll_config_t;
+
+typedef struct gcoll_config_entry {
+    const char *name;         /* environment variable */
+    const char *default_value;
+    const char *doc;          /* one line, shown by gcoll_info and the README */
+    gcoll_status_t (*parse)(const struct gcoll_config_entry *e, const char *value, void *field);
+    size_t offset;            /* of the field in gcoll_config_t */
+} gcoll_config_entry_t;
+
+extern gcoll_config_t gcoll_config;
+extern const gcoll_config_entry_t gcoll_config_table[];
+extern const size_t gcoll_config_table_size;
+
+/* Parse the environment into gcoll_config.  Idempotent; re-reads each call so
+ * a test may change the environment between communicators. */
+gcoll_status_t gcoll_config_load(void);
+
+/* Value in force for an entry, as text (the environment's, or the default). */
+const char *gcoll_config_value(const gcoll_config_entry_t *e);
+
+#endif
