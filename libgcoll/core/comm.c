@@ -168,8 +168,7 @@ static gcoll_status_t tl_init(struct gcoll_comm *c)
                                    : GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
                                                  "transport %s failed to start on another rank",
                                                  tl->name);
-    c->tl = tl;
-    gcoll_info("transport %s", tl->describe ? tl->describe(c->tl_ctx) : tl->name);
+    c->tl = tl;   /* the transport logs its own description at INFO */
     return GCOLL_SUCCESS;
 }
 

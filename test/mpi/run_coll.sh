@@ -134,10 +134,13 @@ mode_flat() {
 # Simulated nodes: even (2+2), uneven (2+1, 3+1) and one rank per node.
 mode_nodes() {
     local tl
-    for tl in $(transports); do coll_job 4 "$tl" 2; done
-    coll_job 3 mpi 2
-    coll_job 3 mpi 1
-    coll_job 4 "$(transports | cut -d' ' -f1)" 3
+    for tl in $(transports); do
+        coll_job 4 "$tl" 2      # 2 nodes of 2
+        coll_job 5 "$tl" 2      # 2+2+1: uneven
+    done
+    coll_job 6 "$(transports | cut -d' ' -f1)" 3   # 2 nodes of 3
+    coll_job 4 mpi 1            # one rank per node
+    coll_job 3 mpi 2            # 2+1
 }
 
 # "allreduce: ring rdouble ..." lines of `gcoll_info -a`, as coll=algo words.
