@@ -113,6 +113,7 @@ static const char *ref_pick(const topo_t *c, gcoll_coll_t coll, size_t bytes, si
     int regular = c->uniform && c->contiguous;
     switch (coll) {
     case GCOLL_COLL_ALLREDUCE:
+        if (c->nnodes == 2 && bytes < (256u << 10)) return "hier_leader";
         return bytes <= 16384 || !c->uniform ? "hier_leader" : "hier";
     case GCOLL_COLL_ALLGATHER:
     case GCOLL_COLL_REDUCE_SCATTER:
