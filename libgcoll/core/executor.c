@@ -156,9 +156,12 @@ static gcoll_status_t run_round(struct gcoll_comm *c, const gcoll_sched_t *s, ui
         }
         n++;
     }
+    /* early steps overlap the round's transfers (schedule.h) */
+    for (uint32_t i = begin; i < end; i++)
+        if (s->steps[i].flags & GCOLL_STEP_EARLY) GCOLL_TRY(run_local(c, s, &s->steps[i], bufs));
     if (n) GCOLL_TRY(wait_all(c, c->reqs, n));
     for (uint32_t i = begin; i < end; i++)
-        if (!gcoll_step_is_comm(&s->steps[i]))
+        if (!gcoll_step_is_comm(&s->steps[i]) && !(s->steps[i].flags & GCOLL_STEP_EARLY))
             GCOLL_TRY(run_local(c, s, &s->steps[i], bufs));
     return GCOLL_SUCCESS;
 }

@@ -112,6 +112,30 @@ void gcoll_sched_node(gcoll_sched_t *s, int node_coll, gcoll_bref_t dst, gcoll_b
     if (st) { st->node_coll = (uint8_t)node_coll; st->dst = dst; st->src = src; st->peer = root; }
 }
 
+void gcoll_sched_insert_node_early(gcoll_sched_t *s, uint32_t r, int node_coll, gcoll_bref_t dst,
+                                   gcoll_bref_t src, size_t bytes, int root)
+{
+    if (r >= s->nrounds) {   /* the open round: a plain append */
+        gcoll_sched_node(s, node_coll, dst, src, bytes, root);
+        if (s->status == GCOLL_SUCCESS && bytes) s->steps[s->nsteps - 1].flags |= GCOLL_STEP_EARLY;
+        return;
+    }
+    gcoll_step_t *last = append(s, GCOLL_STEP_NODE, bytes);   /* grows the array */
+    if (!last) return;
+    uint32_t at = s->round_end[r];
+    memmove(&s->steps[at + 1], &s->steps[at], sizeof(gcoll_step_t) * (s->nsteps - 1 - at));
+    gcoll_step_t *st = &s->steps[at];
+    memset(st, 0, sizeof(*st));
+    st->type = GCOLL_STEP_NODE;
+    st->flags = GCOLL_STEP_EARLY;
+    st->node_coll = (uint8_t)node_coll;
+    st->dst = dst;
+    st->src = src;
+    st->bytes = bytes;
+    st->peer = root;
+    for (uint32_t k = r; k < s->nrounds; k++) s->round_end[k]++;
+}
+
 gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes)
 {
     size_t off = (s->scratch_bytes + 63) & ~(size_t)63;

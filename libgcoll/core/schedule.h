@@ -71,10 +71,19 @@ typedef enum {
  *   BCAST           dst: bytes, from local rank `peer`
  *   REDUCE          src: bytes; dst on local rank `peer` only
  *   BARRIER         nothing (bytes is 1 so the step is kept)
- * A NODE step is a local step: it runs after its round's comms completed. */
+ * A NODE step is a local step: it runs after its round's comms completed,
+ * unless it is marked GCOLL_STEP_EARLY: then it runs right after the round's
+ * comms are posted, while they are in flight (the overlap of the levels of a
+ * hierarchical algorithm).  An early step must not touch the buffers of its
+ * round's comms, and must not wait on them: NODE steps wait only on the
+ * node's ranks reaching the same step, which they do after merely posting.
+ * The simulator runs early steps with the other local steps (same data, a
+ * pessimistic time). */
+#define GCOLL_STEP_EARLY 0x1u
 typedef struct {
     uint8_t      type;     /* gcoll_step_type_t */
     uint8_t      node_coll;/* NODE: gcoll_coll_t */
+    uint8_t      flags;    /* GCOLL_STEP_EARLY */
     int          peer;     /* SEND/RECV: rank in the communicator; AVG: divisor;
                               NODE: root's local rank */
     size_t       bytes;
@@ -122,6 +131,11 @@ void gcoll_sched_avg(gcoll_sched_t *s, gcoll_bref_t dst, size_t bytes, int divis
 /* node_coll is a gcoll_coll_t (algos/algo.h); root is a local rank. */
 void gcoll_sched_node(gcoll_sched_t *s, int node_coll, gcoll_bref_t dst, gcoll_bref_t src,
                       size_t bytes, int root);
+
+/* Add a NODE step marked GCOLL_STEP_EARLY at the end of round r (an
+ * already closed round, or the open one), shifting later steps. */
+void gcoll_sched_insert_node_early(gcoll_sched_t *s, uint32_t r, int node_coll, gcoll_bref_t dst,
+                                   gcoll_bref_t src, size_t bytes, int root);
 
 /* Reserve bytes of scratch (64-byte aligned) and return a reference to it. */
 gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes);

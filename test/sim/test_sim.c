@@ -75,6 +75,7 @@ static uint16_t enc16(double v, int mant_bits, int bias)
     if (v == 0) return sign;
     int e;
     double m = frexp(fabs(v), &e);                /* v = m * 2^e, m in [0.5, 1) */
+    if (e - 1 + bias <= 0) return sign;           /* below the normals: use zero */
     uint16_t mant = (uint16_t)ldexp(2 * m - 1, mant_bits);
     return (uint16_t)(sign | (uint16_t)((e - 1 + bias) << mant_bits) | mant);
 }

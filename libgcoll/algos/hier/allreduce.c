@@ -23,6 +23,8 @@
  *   2                                          allreduce dst among leaders
  *   3     bcast dst from local rank 0
  *
+ * Large vectors are cut into 4 MiB segments whose levels overlap (below).
+ *
  * Results are identical on every rank: each element is reduced once, by one
  * rank, and then copied everywhere. */
 #include "algos/hier/hier.h"
@@ -38,6 +40,7 @@ static gcoll_status_t group_allreduce(const gcoll_coll_args_t *a, const gcoll_gr
     gcoll_coll_args_t ra = *a;
     ra.count = count;
     ra.src = ra.dst = at;
+    ra.chunk_bytes = 0;
     const gcoll_algo_t *flat = gcoll_hier_flat_allreduce(count * a->dt_size, n);
     return gcoll_hier_run_flat(flat, &ra, g, idx, n, me, s);
 }
@@ -60,6 +63,87 @@ static gcoll_status_t build_leader(const gcoll_coll_args_t *a, const gcoll_group
     return st;
 }
 
+/* Large vectors go in segments, pipelined between the levels: while the
+ * rail allreduce of segment k is in flight, the node reduce-scatters segment
+ * k+1 and allgathers segment k-1 (NODE steps marked early, schedule.h):
+ *
+ *   round        node (shm, early)        rail (transport)
+ *   first        RS(0)
+ *   rail(0)..    RS(1)                    allreduce seg 0
+ *   rail(1)..    RS(2), AG(0)             allreduce seg 1
+ *   ...
+ *   last         AG(S-1)
+ */
+#define HIER_SEGMENT (4u << 20)   /* bytes; big enough that a step's sync is noise */
+
+typedef struct {
+    size_t       off, len;       /* the segment, elements */
+    gcoll_bref_t mine;           /* my block of it in dst */
+    size_t       my_count;
+} hier_seg_t;
+
+static hier_seg_t hier_seg(const gcoll_coll_args_t *a, const gcoll_hier_t *h, size_t seg_elems,
+                           size_t k)
+{
+    hier_seg_t g;
+    g.off = k * seg_elems;
+    g.len = a->count - g.off < seg_elems ? a->count - g.off : seg_elems;
+    size_t b = gcoll_block_off(g.len, h->local_size, h->local);
+    g.mine = gcoll_bref_add(a->dst, (g.off + b) * a->dt_size);
+    g.my_count = gcoll_block_len(g.len, h->local_size, h->local);
+    return g;
+}
+
+static void seg_rs(const gcoll_coll_args_t *a, const hier_seg_t *g, gcoll_sched_t *s, int early,
+                   uint32_t round)
+{
+    gcoll_bref_t src = gcoll_bref_add(a->src, g->off * a->dt_size);
+    if (early)
+        gcoll_sched_insert_node_early(s, round, GCOLL_COLL_REDUCE_SCATTER, g->mine, src,
+                                      g->len * a->dt_size, 0);
+    else
+        gcoll_sched_node(s, GCOLL_COLL_REDUCE_SCATTER, g->mine, src, g->len * a->dt_size, 0);
+}
+
+static void seg_ag(const gcoll_coll_args_t *a, const hier_seg_t *g, gcoll_sched_t *s, int early,
+                   uint32_t round)
+{
+    gcoll_bref_t dst = gcoll_bref_add(a->dst, g->off * a->dt_size);
+    if (early)
+        gcoll_sched_insert_node_early(s, round, GCOLL_COLL_ALLGATHER, dst, g->mine,
+                                      g->len * a->dt_size, 0);
+    else
+        gcoll_sched_node(s, GCOLL_COLL_ALLGATHER, dst, g->mine, g->len * a->dt_size, 0);
+}
+
+static gcoll_status_t build_hier_pipelined(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                           const gcoll_hier_t *h, size_t seg_elems,
+                                           size_t nseg, gcoll_sched_t *s)
+{
+    gcoll_status_t st = GCOLL_SUCCESS;
+    gcoll_sched_round(s);
+    hier_seg_t first = hier_seg(a, h, seg_elems, 0);
+    seg_rs(a, &first, s, 0, 0);
+    gcoll_sched_round(s);
+    for (size_t k = 0; k < nseg && st == GCOLL_SUCCESS; k++) {
+        hier_seg_t cur = hier_seg(a, h, seg_elems, k);
+        uint32_t r = s->nrounds;   /* the rail of segment k starts here */
+        st = group_allreduce(a, g, h->rail, h->nnodes, h->my_node, cur.mine, cur.my_count, s);
+        if (k + 1 < nseg) {
+            hier_seg_t next = hier_seg(a, h, seg_elems, k + 1);
+            seg_rs(a, &next, s, 1, r);
+        }
+        if (k >= 1) {
+            hier_seg_t prev = hier_seg(a, h, seg_elems, k - 1);
+            seg_ag(a, &prev, s, 1, r);
+        }
+        gcoll_sched_round(s);
+    }
+    hier_seg_t last = hier_seg(a, h, seg_elems, nseg - 1);
+    seg_ag(a, &last, s, 0, 0);
+    return st;
+}
+
 static gcoll_status_t build_hier(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                  gcoll_sched_t *s)
 {
@@ -70,14 +154,22 @@ static gcoll_status_t build_hier(const gcoll_coll_args_t *a, const gcoll_group_t
         gcoll_hier_fini(&h);
         return build_leader(a, g, s);
     }
-    size_t dts = a->dt_size, bytes = a->count * dts;
-    gcoll_bref_t mine = gcoll_bref_add(a->dst, gcoll_block_off(a->count, h.local_size, h.local) * dts);
-    size_t my_count = gcoll_block_len(a->count, h.local_size, h.local);
-    gcoll_sched_round(s);
-    gcoll_sched_node(s, GCOLL_COLL_REDUCE_SCATTER, mine, a->src, bytes, 0);
-    gcoll_sched_round(s);
-    gcoll_status_t st = group_allreduce(a, g, h.rail, h.nnodes, h.my_node, mine, my_count, s);
-    gcoll_sched_node(s, GCOLL_COLL_ALLGATHER, a->dst, mine, bytes, 0);
+    /* args->chunk_bytes, when set, is this pipeline's segment (the rail
+     * algorithm then uses its own default chunk) */
+    size_t seg_elems = (a->chunk_bytes ? a->chunk_bytes : HIER_SEGMENT) / a->dt_size;
+    if (seg_elems < (size_t)h.local_size) seg_elems = (size_t)h.local_size;
+    size_t nseg = (a->count + seg_elems - 1) / seg_elems;
+    gcoll_status_t st;
+    if (nseg >= 2) {
+        st = build_hier_pipelined(a, g, &h, seg_elems, nseg, s);
+    } else {
+        hier_seg_t one = hier_seg(a, &h, a->count ? a->count : 1, 0);
+        gcoll_sched_round(s);
+        seg_rs(a, &one, s, 0, 0);
+        gcoll_sched_round(s);
+        st = group_allreduce(a, g, h.rail, h.nnodes, h.my_node, one.mine, one.my_count, s);
+        seg_ag(a, &one, s, 0, 0);
+    }
     gcoll_hier_fini(&h);
     return st;
 }
