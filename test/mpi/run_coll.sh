@@ -137,9 +137,9 @@ mode_nodes() {
     for tl in $(transports); do
         coll_job 4 "$tl" 2      # 2 nodes of 2
         coll_job 5 "$tl" 2      # 2+2+1: uneven
+        coll_job 6 "$tl" 3      # 2 nodes of 3
+        coll_job 4 "$tl" 1      # one rank per node
     done
-    coll_job 6 "$(transports | cut -d' ' -f1)" 3   # 2 nodes of 3
-    coll_job 4 mpi 1            # one rank per node
     coll_job 3 mpi 2            # 2+1
 }
 
