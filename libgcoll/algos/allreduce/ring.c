@@ -25,6 +25,7 @@
  * in place (dst is src there).  Step P-2 finishes block i. */
 #include "algos/algo.h"
 #include "algos/peers.h"
+#include "algos/pipeline.h"
 
 #define RING_CHUNK_DEFAULT (256 * 1024)   /* bytes per message */
 #define RING_DEPTH         2              /* segments in flight */
@@ -84,6 +85,11 @@ static void ring_step(const ring_t *r, size_t g, int k, gcoll_sched_t *s)
     else ring_ag_step(r, g, k - (r->n - 1), s);
 }
 
+static void ring_step_cb(const void *r, size_t g, int k, gcoll_sched_t *s)
+{
+    ring_step(r, g, k, s);
+}
+
 static void ring_init(ring_t *r, const gcoll_coll_args_t *args, const gcoll_group_t *group,
                       gcoll_sched_t *s)
 {
@@ -117,15 +123,7 @@ static gcoll_status_t allreduce_ring_build(const gcoll_coll_args_t *args,
     }
     ring_t r;
     ring_init(&r, args, group, s);
-    int len = 2 * (r.n - 1);
-    size_t nrounds = r.nseg ? gcoll_pipe_start(r.nseg - 1, r.depth, len) + (size_t)len : 0;
-    size_t lo = 0;   /* oldest segment still in flight */
-    for (size_t t = 0; t < nrounds; t++) {
-        while (gcoll_pipe_start(lo, r.depth, len) + (size_t)len <= t) lo++;
-        for (size_t g = lo; g < r.nseg && gcoll_pipe_start(g, r.depth, len) <= t; g++)
-            ring_step(&r, g, (int)(t - gcoll_pipe_start(g, r.depth, len)), s);
-        gcoll_sched_round(s);
-    }
+    gcoll_pipe_schedule(r.nseg, r.depth, 2 * (r.n - 1), ring_step_cb, &r, s);
     return s->status;
 }
 

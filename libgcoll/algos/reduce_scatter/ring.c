@@ -23,6 +23,7 @@
  * src is never written, except dst itself in place. */
 #include "algos/algo.h"
 #include "algos/peers.h"
+#include "algos/pipeline.h"
 
 #define RING_CHUNK_DEFAULT (256 * 1024)   /* bytes per message */
 #define RING_DEPTH         2              /* segments in flight */
@@ -74,6 +75,11 @@ static void rsring_step(const rsring_t *r, size_t g, int k, gcoll_sched_t *s)
     gcoll_sched_reduce(s, out, x, rsring_src(r, rb, off), bytes);
 }
 
+static void rsring_step_cb(const void *r, size_t g, int k, gcoll_sched_t *s)
+{
+    rsring_step(r, g, k, s);
+}
+
 static void rsring_init(rsring_t *r, const gcoll_coll_args_t *args, const gcoll_group_t *group,
                         gcoll_sched_t *s)
 {
@@ -104,15 +110,7 @@ static gcoll_status_t reduce_scatter_ring_build(const gcoll_coll_args_t *args,
     }
     rsring_t r;
     rsring_init(&r, args, group, s);
-    int len = r.n - 1;
-    size_t nrounds = r.nseg ? gcoll_pipe_start(r.nseg - 1, r.depth, len) + (size_t)len : 0;
-    size_t lo = 0;   /* oldest segment still in flight */
-    for (size_t t = 0; t < nrounds; t++) {
-        while (gcoll_pipe_start(lo, r.depth, len) + (size_t)len <= t) lo++;
-        for (size_t g = lo; g < r.nseg && gcoll_pipe_start(g, r.depth, len) <= t; g++)
-            rsring_step(&r, g, (int)(t - gcoll_pipe_start(g, r.depth, len)), s);
-        gcoll_sched_round(s);
-    }
+    gcoll_pipe_schedule(r.nseg, r.depth, r.n - 1, rsring_step_cb, &r, s);
     return s->status;
 }
 
