@@ -1,0 +1,13 @@
+#!/bin/bash
+# The README's example runs and prints the right sum on 1, 3 and 4 ranks.
+prog=./examples/allreduce_hello
+MPIRUN=${MPIRUN:-mpirun}
+command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
+[ -x "$prog" ] || { echo "ERROR: $prog not built"; exit 99; }
+root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+exec 9>test/mpi/mpi-jobs.lock && flock 9
+status=0
+for np in 1 3 4; do
+    timeout -k 10 120 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none -n "$np" "$prog" || status=1
+done
+exit $status
