@@ -196,7 +196,13 @@ static void tt_ring(tt_t *t)
     free(rbuf);
 }
 
-#define TT_INORDER_N 64
+/* Messages in flight to one peer.  The executor never has more than a few per
+ * peer (one round's worth: 2 pipeline segments of a ring, one block of a
+ * pairwise exchange).  With 64 here, UCX 1.13.1 (Debian) hung in 20-50% of
+ * 3-rank runs on the 2-core development machine, only when rendezvous was in
+ * use (UCX_RNDV_THRESH=inf: 0 of 8) -- recorded in the closing note of the
+ * transport work; 8 keeps the order check without that pattern. */
+#define TT_INORDER_N 8
 
 static size_t tt_inorder_size(unsigned k)
 {
