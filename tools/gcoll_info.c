@@ -15,7 +15,7 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gcoll_info [-a|-A|-s] [-h]\n"
+    fprintf(f, "usage: gcoll_info [-a|-A|-s|--topo[=F]] [-h]\n"
                "  (no option)  version, build configuration and GCOLL_* environment\n"
                "  -a           algorithms per collective (the names GCOLL_ALGO accepts)\n"
                "  -A           as -a, with a one-line summary of each algorithm\n"
