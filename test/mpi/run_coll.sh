@@ -50,7 +50,7 @@ mpirun_flags() {
 }
 
 have_ucx() {
-    grep -q '^#define HAVE_UCX 1' config.h 2>/dev/null
+    grep -q '^#define HAVE_UCX 1' gcoll_build.h 2>/dev/null   # configure's results
 }
 
 # The transports to test: both where UCX is built, else mpi with a SKIP line.
