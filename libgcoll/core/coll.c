@@ -134,7 +134,11 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
     if (st == GCOLL_ERR_NOT_SUPPORTED) {
         /* every rank sees the same shape and declines alike */
         const gcoll_algo_t *fallback = gcoll_select_fallback(comm, &a);
-        gcoll_warn("%s: %s; using %s instead", k->fn, gcoll_last_error(), fallback->name);
+        /* once per collective: a forced algorithm that never fits would
+         * otherwise log on every call of the application's hot loop */
+        int level = comm->warned_fallback[k->coll] ? GCOLL_LOG_TRACE : GCOLL_LOG_WARN;
+        comm->warned_fallback[k->coll] = 1;
+        gcoll_log(level, "%s: %s; using %s instead", k->fn, gcoll_last_error(), fallback->name);
         gcoll_error_clear();
         algo = fallback;
         st = build(comm, k, algo, &a);

@@ -42,6 +42,7 @@ struct gcoll_comm {
      * (collective, log2 size) decisions were already logged at INFO. */
     const gcoll_algo_t   *forced[GCOLL_COLL_COUNT];
     uint64_t              logged[GCOLL_COLL_COUNT];
+    uint8_t               warned_fallback[GCOLL_COLL_COUNT]; /* WARN once per collective */
     const struct gcoll_tune_table *tune;  /* table in force: shared, immutable (select.c) */
 
     gcoll_stats_t         stats;
