@@ -39,11 +39,16 @@
  * chunk's shared working set (3 MiB over both ranks) fits the L2 + L3 of
  * every machine we target, while 64 MiB still takes only 130 steps of
  * ~0.2 us.  GCOLL_SHM_SMALL: below 16 KiB a second step costs more than
- * having every rank reduce everything.  GCOLL_SHM_NT_MIN: results of 32 MiB
- * and more (beyond the 32 MiB L3 of the reference machine) are streamed.
- * These were chosen by the arithmetic above; the development machine was
- * too loaded by parallel jobs while this was written to rank alternatives
- * (see test/mpi/test_shm.c -b to redo it).
+ * having every rank reduce everything.  GCOLL_SHM_NT_MIN: results of 16 MiB
+ * and more are streamed.  At 16 MiB two ranks' buffers are 64 MiB, beyond
+ * what the caches of the development VM keep (its copy rate falls from
+ * 35 GB/s to 11 GB/s past 1 MiB): measured there, streaming made the 16 MiB
+ * allreduce 10-15% faster (3.8-3.9 ms vs 4.4-4.9 ms, interleaved runs) and
+ * was mixed at 4-8 MiB.  Tried and dropped on the same machine: 64 KiB or
+ * 1 MiB slices instead of 256 KiB, streaming stores into the shared slots,
+ * an L1 accumulator streamed to both res and dst, CLDEMOTE of the slots
+ * after writing them (2x slower), and CMA (process_vm_readv/writev) single
+ * copy: its kernel copies ran at ~4 GB/s (docs/design.md).
  */
 #include <string.h>
 #if defined(__x86_64__)
@@ -56,7 +61,7 @@
 
 #define GCOLL_SHM_SMALL (16u << 10)   /* one-step allreduce at least this far */
 #define GCOLL_SHM_SMALL_WORK (128u << 10) /* ... and while P * bytes stays below this */
-#define GCOLL_SHM_NT_MIN (32u << 20)  /* results this large bypass the caches */
+#define GCOLL_SHM_NT_MIN (16u << 20)  /* results this large bypass the caches */
 #define FOLD_BLOCK      (8u << 10)    /* accumulator + inputs stay in L1 */
 
 typedef struct { size_t off, len; } shm_seg_t;
