@@ -173,10 +173,14 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Every rank agrees: the algorithm builds a schedule for this call here. */
+/* Every rank agrees: the algorithm builds a schedule for this call here.
+ * Declines (shm across nodes) are expected, so they are not logged. */
 static int applies(tuner_t *t, const gcoll_algo_t *a, size_t n)
 {
+    int level = gcoll_log_level;
+    gcoll_log_level = -1;
     int ok = gcoll_select_try(t->comm, a, n, GCOLL_FLOAT32) == GCOLL_SUCCESS, all = 0;
+    gcoll_log_level = level;
     gcoll_error_clear();
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return all;
