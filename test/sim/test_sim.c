@@ -26,6 +26,7 @@
 #include <time.h>
 #include "gcoll.h"
 #include "algos/algo.h"
+#include "algos/peers.h"
 #include "core/log.h"
 #include "sim/sim.h"
 
@@ -504,6 +505,125 @@ static int check_all(const tcase_t *c, tbufs_t *b)
     return 0;
 }
 
+/* ---------------------------------------------- early NODE steps ---- */
+
+/* An early NODE step (schedule.h) runs while its round's messages are in
+ * flight and before the round's other local steps; the simulator runs it
+ * after them, so the data check cannot see it touch what they use.  This
+ * check does: it must not write what another step of its round reads or
+ * writes, nor read what one writes. */
+typedef struct { int buf; size_t lo, hi; } span_t;   /* bytes [lo, hi) of one buffer */
+
+static long n_early;   /* cases whose schedules hold early steps (pipelined) */
+
+static span_t span_of(gcoll_bref_t r, size_t bytes)
+{
+    span_t s = { r.buf, r.off, r.off + bytes };
+    return s;
+}
+
+static int spans_meet(span_t a, span_t b)
+{
+    return a.buf == b.buf && a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
+/* What st reads (rd[2]) and writes (*wr) on local rank l of a node of L. */
+static void step_spans(const gcoll_sched_t *s, const gcoll_step_t *st, int l, int L, span_t rd[2],
+                       span_t *wr)
+{
+    span_t none = { 0, 0, 0 };
+    size_t n = s->dt_size ? st->bytes / s->dt_size : 0;
+    size_t blk = gcoll_block_len(n, L, l) * s->dt_size;
+    rd[0] = rd[1] = *wr = none;
+    switch (st->type) {
+    case GCOLL_STEP_SEND:   rd[0] = span_of(st->src, st->bytes); break;
+    case GCOLL_STEP_RECV:   *wr = span_of(st->dst, st->bytes); break;
+    case GCOLL_STEP_REDUCE: rd[1] = span_of(st->src2, st->bytes); /* fall through */
+    case GCOLL_STEP_COPY:   rd[0] = span_of(st->src, st->bytes); *wr = span_of(st->dst, st->bytes); break;
+    case GCOLL_STEP_AVG:    rd[0] = *wr = span_of(st->dst, st->bytes); break;
+    case GCOLL_STEP_NODE:
+        switch (st->node_coll) {
+        case GCOLL_COLL_ALLREDUCE:
+            rd[0] = span_of(st->src, st->bytes); *wr = span_of(st->dst, st->bytes); break;
+        case GCOLL_COLL_REDUCE_SCATTER:
+            rd[0] = span_of(st->src, st->bytes); *wr = span_of(st->dst, blk); break;
+        case GCOLL_COLL_ALLGATHER:
+            rd[0] = span_of(st->src, blk); *wr = span_of(st->dst, st->bytes); break;
+        case GCOLL_COLL_BCAST:
+            if (l == st->peer) rd[0] = span_of(st->dst, st->bytes);
+            else *wr = span_of(st->dst, st->bytes);
+            break;
+        case GCOLL_COLL_REDUCE:
+            rd[0] = span_of(st->src, st->bytes);
+            if (l == st->peer) *wr = span_of(st->dst, st->bytes);
+            break;
+        default: break;
+        }
+        break;
+    default: break;
+    }
+}
+
+/* Whether early step e and step x of the same round may run in any order. */
+static int steps_commute(const gcoll_sched_t *s, const gcoll_step_t *e, const gcoll_step_t *x,
+                         int l, int L)
+{
+    span_t er[2], ew, xr[2], xw;
+    step_spans(s, e, l, L, er, &ew);
+    step_spans(s, x, l, L, xr, &xw);
+    return !spans_meet(ew, xw) && !spans_meet(ew, xr[0]) && !spans_meet(ew, xr[1]) &&
+           !spans_meet(xw, er[0]) && !spans_meet(xw, er[1]);
+}
+
+/* Rank r's early steps against the other steps of their rounds; 1 on a hazard. */
+static int check_early_rank(const tcase_t *c, const gcoll_sched_t *s, int r, const int *node_of)
+{
+    int l = 0, L = 0;
+    for (int j = 0; j < c->nranks; j++) {
+        if (node_of && node_of[j] != node_of[r]) continue;
+        L++;
+        l += j < r;
+    }
+    for (uint32_t rd = 0; rd < s->nrounds; rd++) {
+        uint32_t b = gcoll_sched_round_begin(s, rd), e = s->round_end[rd];
+        for (uint32_t i = b; i < e; i++) {
+            if (!(s->steps[i].flags & GCOLL_STEP_EARLY)) continue;
+            for (uint32_t j = b; j < e; j++) {
+                if ((s->steps[j].flags & GCOLL_STEP_EARLY) ||
+                    steps_commute(s, &s->steps[i], &s->steps[j], l, L))
+                    continue;
+                fail_line(c, "rank %d round %u: early NODE step %u touches what step %u uses", r,
+                          rd, i - b, j - b);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Rebuild every rank's schedule (as the simulator did) and check its early steps. */
+static int check_early(const tcase_t *c, const tbufs_t *b, const int *node_of)
+{
+    gcoll_sched_t s;
+    int bad = 0, found = 0;
+    gcoll_sched_init(&s);
+    for (int r = 0; r < c->nranks && !bad; r++) {
+        gcoll_group_t g = { c->nranks, r, NULL, node_of };
+        gcoll_coll_args_t a = b->args[r];
+        a.flags |= GCOLL_ARGS_NODE_STEPS;
+        if (gcoll_algo_build(c->algo, &a, &g, c->dt, c->op, &s) != GCOLL_SUCCESS) {
+            fail_line(c, "rank %d's schedule did not build again", r);
+            bad = 1;
+            break;
+        }
+        for (uint32_t i = 0; i < s.nsteps; i++) found |= s.steps[i].flags & GCOLL_STEP_EARLY;
+        bad = check_early_rank(c, &s, r, node_of);
+    }
+    gcoll_sched_fini(&s);
+    n_early += found != 0;
+    return bad;
+}
+
 /* Run one case; returns 1 if it failed (and printed why), -1 if the builder
  * declined it (GCOLL_ERR_NOT_SUPPORTED: counted, not a failure). */
 static int run_case(const tcase_t *c)
@@ -526,6 +646,7 @@ static int run_case(const tcase_t *c)
             fail_line(c, "simulator returned %s: %s", gcoll_strerror(st), gcoll_last_error());
         else
             bad = check_all(c, &b);
+        if (bad == 0 && strncmp(c->algo->name, "hier", 4) == 0) bad = check_early(c, &b, sim.node_of);
     }
     teardown(&b);
     if (bad == -1) n_declined++;
@@ -710,6 +831,33 @@ static void test_checker(void)
     c.root = 1;
     checker_expect("a reduce that writes non-root destinations", run_quiet(&c), 1);
     direct_mode = DIRECT_OK;
+}
+
+/* Rank 1 of a node of 2 receives 8 B at offset 0 and runs an early node
+ * bcast from local rank 0 (a write on rank 1) at offset `at`: the early
+ * check must fail iff the two meet. */
+static int early_case(size_t at)
+{
+    tcase_t c = { .algo = &direct_reduce_algo, .nranks = 2, .layout = LAYOUT_ONE };
+    gcoll_sched_t s;
+    gcoll_sched_init(&s);
+    gcoll_sched_reset(&s, GCOLL_INT32, GCOLL_SUM);
+    gcoll_sched_recv(&s, 0, gcoll_bref(GCOLL_BUF_RECV, 0), 8);
+    gcoll_sched_round(&s);
+    gcoll_sched_insert_node_early(&s, 0, GCOLL_COLL_BCAST, gcoll_bref(GCOLL_BUF_RECV, at),
+                                  gcoll_bref(GCOLL_BUF_RECV, at), 8, 0);
+    gcoll_sched_finish(&s);
+    quiet = 1;
+    int bad = check_early_rank(&c, &s, 1, NULL);
+    quiet = 0;
+    gcoll_sched_fini(&s);
+    return bad;
+}
+
+static void test_early_checker(void)
+{
+    checker_expect("an early node step beside a receive", early_case(8), 0);
+    checker_expect("an early node step over a receive's buffer", early_case(4), 1);
 }
 
 /* ------------------------------------------- the simulator on its own ---- */
@@ -1122,6 +1270,29 @@ static void run_layouts(const gcoll_algo_t *algo)
                         }
 }
 
+/* The hierarchical pipelines (segments of args->chunk_bytes, else 4 MiB):
+ * with 256 B segments of float32 (64 elements) one segment, two with a
+ * one-element tail, many with and without a tail; every root; even and
+ * uneven node shapes.  Then 4 MiB + 12 B at the default segment. */
+static void run_pipeline(const gcoll_algo_t *algo)
+{
+    static const struct { int P, layout; } shapes[] = {
+        { 4, 1 }, { 5, 1 }, { 6, 3 }, { 7, 3 }, { 9, 2 }, { 6, 4 }, { 5, 5 }, { 8, 2 },
+    };
+    static const size_t counts[] = { 64, 65, 128, 200, 1000 };
+    combo_t sum = { GCOLL_FLOAT32, GCOLL_SUM }, max = { GCOLL_INT32, GCOLL_MAX };
+    if (strncmp(algo->name, "hier", 4) != 0 || algo->coll == GCOLL_COLL_BARRIER) return;
+    int nshapes = quick ? 3 : (int)(sizeof(shapes) / sizeof(shapes[0]));
+    for (int i = 0; i < nshapes; i++)
+        for (int ic = 0; ic < 5; ic++) {
+            run_roots(algo, shapes[i].P, counts[ic], sum, 256, shapes[i].layout, ROOTS_ALL);
+            if (is_reducing(algo->coll))
+                run_roots(algo, shapes[i].P, counts[ic], max, 256, shapes[i].layout, ROOTS_FEW);
+        }
+    if (!has_blocks(algo->coll))
+        run_roots(algo, 4, ((size_t)1 << 20) + 3, sum, 0, 1, ROOTS_FEW);
+}
+
 /* P = 128 with 1e5 elements, 8 ranks a node: the simulator must take this in
  * its stride. */
 static void run_scale(const gcoll_algo_t *algo)
@@ -1162,11 +1333,12 @@ int main(int argc, char **argv)
     test_sim_order();
     test_sim_scale();
     test_checker();
+    test_early_checker();
     printf("simulator and checker self-tests: %ld failures\n", n_fail);
 
     for (const gcoll_algo_t *const *a = gcoll_algos; *a; a++) {
         if (!selected(*a, argc, argv)) continue;
-        long f0 = n_fail, c0 = n_cases, d0 = n_declined;
+        long f0 = n_fail, c0 = n_cases, d0 = n_declined, e0 = n_early;
         double t1 = now();
         algo_lines = 0;
         run_matrix(*a);
@@ -1174,9 +1346,13 @@ int main(int argc, char **argv)
         run_agree(*a);
         run_layouts(*a);
         run_scale(*a);
+        run_pipeline(*a);
         printf("%-15s %-18s %6ld cases %5ld failed %5ld declined %6.2f s\n",
                gcoll_coll_name((*a)->coll), (*a)->name, n_cases - c0, n_fail - f0,
                n_declined - d0, now() - t1);
+        if (n_early > e0)
+            printf("%-15s %-18s %6ld of them pipelined (early NODE steps checked)\n",
+                   gcoll_coll_name((*a)->coll), (*a)->name, n_early - e0);
     }
     printf("test_sim: %ld cases, %ld failed, %ld declined by their builder (not run), %ld skipped "
            "as too large, %.1f s%s\n", n_cases, n_fail, n_declined, n_skipped, now() - t0,
