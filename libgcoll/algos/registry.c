@@ -25,6 +25,7 @@ extern const gcoll_algo_t gcoll_algo_barrier_dissemination;
 extern const gcoll_algo_t gcoll_algo_allreduce_shm;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier_leader;
+extern const gcoll_algo_t gcoll_algo_allreduce_hier_p2p;
 extern const gcoll_algo_t gcoll_algo_bcast_shm;
 extern const gcoll_algo_t gcoll_algo_bcast_hier;
 extern const gcoll_algo_t gcoll_algo_reduce_shm;
@@ -67,6 +68,8 @@ const gcoll_algo_t *const gcoll_algos[] = {
     &gcoll_algo_reduce_scatter_hier,
     &gcoll_algo_barrier_shm,
     &gcoll_algo_barrier_hier,
+    /* node-aware over the transport alone (algos/hier/, no segment needed) */
+    &gcoll_algo_allreduce_hier_p2p,
     NULL
 };
 

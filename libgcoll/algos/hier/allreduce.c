@@ -31,20 +31,6 @@
 #include "algos/peers.h"
 #include "core/status.h"
 
-/* Flat allreduce of count elements at `at`, in place, over idx[n]. */
-static gcoll_status_t group_allreduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                      const int *idx, int n, int me, gcoll_bref_t at,
-                                      size_t count, gcoll_sched_t *s)
-{
-    if (count == 0) return GCOLL_SUCCESS;
-    gcoll_coll_args_t ra = *a;
-    ra.count = count;
-    ra.src = ra.dst = at;
-    ra.chunk_bytes = 0;
-    const gcoll_algo_t *flat = gcoll_hier_flat_allreduce(count * a->dt_size, n);
-    return gcoll_hier_run_flat(flat, &ra, g, idx, n, me, s);
-}
-
 static gcoll_status_t build_leader(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                    gcoll_sched_t *s)
 {
@@ -57,7 +43,7 @@ static gcoll_status_t build_leader(const gcoll_coll_args_t *a, const gcoll_group
     gcoll_sched_round(s);
     gcoll_status_t st = GCOLL_SUCCESS;
     if (h.local == 0)
-        st = group_allreduce(a, g, h.leaders, h.nnodes, h.my_node, a->dst, a->count, s);
+        st = gcoll_hier_allreduce_at(a, g, h.leaders, h.nnodes, h.my_node, a->dst, a->count, s);
     gcoll_sched_node(s, GCOLL_COLL_BCAST, a->dst, a->dst, bytes, 0);
     gcoll_hier_fini(&h);
     return st;
@@ -125,10 +111,16 @@ static gcoll_status_t build_hier_pipelined(const gcoll_coll_args_t *a, const gco
     hier_seg_t first = hier_seg(a, h, seg_elems, 0);
     seg_rs(a, &first, s, 0, 0);
     gcoll_sched_round(s);
+    /* rails run one after another (early NODE steps use the segment, not
+     * scratch): each reuses the scratch of the one before */
+    size_t base = s->scratch_bytes, high = base;
     for (size_t k = 0; k < nseg && st == GCOLL_SUCCESS; k++) {
         hier_seg_t cur = hier_seg(a, h, seg_elems, k);
         uint32_t r = s->nrounds;   /* the rail of segment k starts here */
-        st = group_allreduce(a, g, h->rail, h->nnodes, h->my_node, cur.mine, cur.my_count, s);
+        s->scratch_bytes = base;
+        st = gcoll_hier_allreduce_at(a, g, h->rail, h->nnodes, h->my_node, cur.mine, cur.my_count,
+                                     s);
+        if (s->scratch_bytes > high) high = s->scratch_bytes;
         if (k + 1 < nseg) {
             hier_seg_t next = hier_seg(a, h, seg_elems, k + 1);
             seg_rs(a, &next, s, 1, r);
@@ -139,6 +131,7 @@ static gcoll_status_t build_hier_pipelined(const gcoll_coll_args_t *a, const gco
         }
         gcoll_sched_round(s);
     }
+    s->scratch_bytes = high;
     hier_seg_t last = hier_seg(a, h, seg_elems, nseg - 1);
     seg_ag(a, &last, s, 0, 0);
     return st;
@@ -167,7 +160,7 @@ static gcoll_status_t build_hier(const gcoll_coll_args_t *a, const gcoll_group_t
         gcoll_sched_round(s);
         seg_rs(a, &one, s, 0, 0);
         gcoll_sched_round(s);
-        st = group_allreduce(a, g, h.rail, h.nnodes, h.my_node, one.mine, one.my_count, s);
+        st = gcoll_hier_allreduce_at(a, g, h.rail, h.nnodes, h.my_node, one.mine, one.my_count, s);
         seg_ag(a, &one, s, 0, 0);
     }
     gcoll_hier_fini(&h);

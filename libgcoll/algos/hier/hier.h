@@ -67,6 +67,13 @@ gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_ar
                                    const gcoll_group_t *g, const int *idx, int n, int me,
                                    gcoll_sched_t *s);
 
+/* Allreduce, in place, of count elements at `at` over the sub-group idx[n]
+ * (me = my index in it), by the flat algorithm gcoll_hier_flat_allreduce()
+ * picks for the size; then close the round.  No-op for count 0 or n 1. */
+gcoll_status_t gcoll_hier_allreduce_at(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                       const int *idx, int n, int me, gcoll_bref_t at,
+                                       size_t count, gcoll_sched_t *s);
+
 /* GCOLL_ERR_NOT_SUPPORTED unless nodes are of equal size and consecutive. */
 gcoll_status_t gcoll_hier_check_regular(const gcoll_hier_t *h, const char *algo);
 
