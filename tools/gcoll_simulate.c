@@ -65,7 +65,7 @@ static void usage(FILE *f)
         "usage: gcoll_simulate -c COLL -n NODES -p RANKS_PER_NODE [-m MIN:MAX] [-f FACTOR]\n"
         "                      [-a ALGO,ALGO..] [--alpha-intra S] [--beta-intra S/B]\n"
         "                      [--alpha-inter S] [--beta-inter S/B] [--gamma S/B]\n"
-        "                      [--csv FILE] [--verify] [-q]\n"
+        "                      [--nics N] [--csv FILE] [--verify] [-q]\n"
         "  -c COLL     allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier\n"
         "  -n, -p      nodes and ranks per node (rank r is on node r / RANKS_PER_NODE)\n"
         "  -m MIN:MAX  message sizes in bytes, suffixes K M G (default 4:1M); for\n"
@@ -73,7 +73,9 @@ static void usage(FILE *f)
         "  -f FACTOR   size step (default 4)\n"
         "  -a ALGOS    only these algorithms (default: every registered one)\n"
         "  --alpha-*   latency in seconds, or with a unit: 2us\n"
-        "  --beta-*, --gamma  seconds per byte, or a bandwidth: 25GB/s\n"
+        "  --beta-*, --gamma  seconds per byte, or a bandwidth: 25GB/s (--beta-inter:\n"
+        "              of one NIC)\n"
+        "  --nics N    NICs per node, shared by its ranks (default 1); 0: one per rank\n"
         "  --csv FILE  also write one row per (size, algorithm)\n"
         "  --verify    check every rank's result against a serial reference\n"
         "  -q          no progress on stderr\n"
@@ -127,7 +129,7 @@ static double parse_time(const char *s)
     return -1;
 }
 
-enum { OPT_AI = 256, OPT_BI, OPT_AE, OPT_BE, OPT_G, OPT_CSV, OPT_VERIFY };
+enum { OPT_AI = 256, OPT_BI, OPT_AE, OPT_BE, OPT_G, OPT_CSV, OPT_VERIFY, OPT_NICS };
 
 static int set_cost(opts_t *o, int opt, const char *arg)
 {
@@ -165,6 +167,11 @@ static int parse_opt(opts_t *o, int opt, const char *arg)
         return -1;
     case OPT_CSV: o->csv_path = arg; return 0;
     case OPT_VERIFY: o->verify = 1; return 0;
+    case OPT_NICS:
+        o->cost.nics_per_node = atoi(arg);
+        if (o->cost.nics_per_node >= 0 && strspn(arg, "0123456789") == strlen(arg)) return 0;
+        fprintf(stderr, "gcoll_simulate: bad NIC count '%s'\n", arg);
+        return -1;
     case 'h': usage(stdout); exit(0);
     default:
         if (opt >= OPT_AI && opt <= OPT_G) return set_cost(o, opt, arg);
@@ -183,6 +190,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         { "gamma",       required_argument, NULL, OPT_G },
         { "csv",         required_argument, NULL, OPT_CSV },
         { "verify",      no_argument,       NULL, OPT_VERIFY },
+        { "nics",        required_argument, NULL, OPT_NICS },
         { "help",        no_argument,       NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -448,6 +456,8 @@ static void print_intro(const opts_t *o)
     printf("# cost model: intra alpha %.3g us beta %.3g GB/s; inter alpha %.3g us beta %.3g GB/s;"
            " gamma %.3g GB/s\n", c->alpha_intra * 1e6, 1e-9 / c->beta_intra,
            c->alpha_inter * 1e6, 1e-9 / c->beta_inter, 1e-9 / c->gamma);
+    if (c->nics_per_node > 0) printf("# %d NIC(s) per node, shared by its ranks\n", c->nics_per_node);
+    else printf("# one NIC per rank\n");
 }
 
 /* Row of predicted times (us) and the best algorithm. */

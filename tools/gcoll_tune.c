@@ -385,13 +385,14 @@ static void calibrate(tuner_t *t, gcoll_sim_cost_t *c, char *how, size_t len)
     c->gamma = measure_gamma(t, big / sizeof(float));
     snprintf(how, len,
              "# calibration: intra-node alpha %.2f us, %.2f GB/s (%s); inter-node alpha %.2f us, "
-             "%.2f GB/s (%s); reduction %.2f GB/s (measured)\n",
+             "%.2f GB/s (%s) through %d NIC(s) per node shared by its ranks; reduction %.2f GB/s "
+             "(measured)\n",
              c->alpha_intra * 1e6, 1e-9 / c->beta_intra, intra > 0 ? "measured" : "model default",
              c->alpha_inter * 1e6, 1e-9 / c->beta_inter,
              inter > 0 ? (gcoll_config.node_size ? "measured between simulated nodes of one host"
                                                  : "measured")
                        : "model default: no second node in this run",
-             1e-9 / c->gamma);
+             c->nics_per_node, 1e-9 / c->gamma);
 }
 
 /* Predicted seconds of algo over nodes x ppn ranks at bytes (count x float),

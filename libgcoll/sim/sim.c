@@ -25,6 +25,12 @@
  *     sends on one link leave one after another: send k of b_k bytes leaves
  *     at  L_k = L_{k-1} + b_k * beta  (L_0 = round start) and arrives at
  *     L_k + alpha  (intra parameters when node_of[src] == node_of[dst]);
+ *   - with nics_per_node > 0 the inter-node link is a NIC the node's ranks
+ *     share: a send starts no earlier than the NIC finishes the sends
+ *     reserved before it (L_k = max(L_{k-1}, NIC free) + b_k * beta).  To
+ *     reserve in time order, ranks then advance one round at a time, the
+ *     runnable rank with the earliest clock first (a rank unblocked late may
+ *     still queue behind later sends: pessimistic, never optimistic);
  *   - the round's communication ends at  C = max(start, every L_k, every
  *     arrival of a message it received)  (a message that arrived early costs
  *     nothing more: eager buffering);
@@ -36,8 +42,8 @@
  *     node_cost()); its bytes count as sent intra-node as the host executor
  *     counts them;
  *   - sim->time = max over ranks of t_r.
- * Not modelled: receiver-side contention (incast), a shared NIC between the
- * ranks of a node, protocol switches with size.  Good enough to rank
+ * Not modelled: receiver-side contention (incast, the receiving NIC),
+ * protocol switches with size.  Good enough to rank
  * algorithms by their latency and bandwidth terms, not to predict to 10%. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +56,7 @@
 const gcoll_sim_cost_t gcoll_sim_cost_default = {
     .alpha_intra = 0.5e-6, .beta_intra = 1.0 / 20e9,
     .alpha_inter = 2.0e-6, .beta_inter = 1.0 / 25e9,
-    .gamma       = 1.0 / 20e9,
+    .gamma       = 1.0 / 20e9, .nics_per_node = 1,
 };
 
 /* A buffered message, data inline after the header. */
@@ -107,7 +113,8 @@ typedef struct {
     gcoll_sim_rank_t       *ranks;
     gcoll_sim_queue_t      *slots;   /* hash table, cap a power of two */
     size_t                  cap, used;
-    int                    *work;    /* stack of runnable ranks, at most nranks */
+    int                    *work;    /* runnable ranks, at most nranks */
+    double                 *nic_free;   /* [nnodes * nics_per_node] when NICs are shared */
     int                     nwork;
     gcoll_sim_node_t       *nodes;
     int                     nnodes;
@@ -364,6 +371,15 @@ static int is_inter(const gcoll_sim_state_t *st, int a, int b)
     return st->sim->node_of && st->sim->node_of[a] != st->sim->node_of[b];
 }
 
+/* The NIC rank me sends through to other nodes, or NULL when it has its own. */
+static double *nic_of(gcoll_sim_state_t *st, int me)
+{
+    int n = st->cost->nics_per_node;
+    if (!st->nic_free) return NULL;
+    const gcoll_sim_rank_t *rk = &st->ranks[me];
+    return &st->nic_free[(size_t)rk->node * (size_t)n + (size_t)(rk->local % n)];
+}
+
 static gcoll_status_t post_send(gcoll_sim_state_t *st, int me, const gcoll_step_t *sp,
                                 double link_free[2])
 {
@@ -379,7 +395,10 @@ static gcoll_status_t post_send(gcoll_sim_state_t *st, int me, const gcoll_step_
     m->next  = NULL;
     m->bytes = sp->bytes;
     m->round = rk->round;
+    double *nic = inter ? nic_of(st, me) : NULL;
+    if (nic && *nic > link_free[inter]) link_free[inter] = *nic;
     link_free[inter] += (double)sp->bytes * beta;   /* sends on one link leave in turn */
+    if (nic) *nic = link_free[inter];
     m->arrive = link_free[inter] + alpha;
     if (link_free[inter] > rk->comm_end) rk->comm_end = link_free[inter];
 
@@ -650,6 +669,10 @@ static gcoll_status_t advance(gcoll_sim_state_t *st, int me)
         rk->round++;
         rk->posted    = 0;
         rk->in_locals = 0;
+        if (st->nic_free && rk->round < s->nrounds) {   /* let earlier clocks go first */
+            wake(st, me);
+            return GCOLL_SUCCESS;
+        }
     }
     rk->state = GCOLL_SIM_DONE;
     return GCOLL_SUCCESS;
@@ -722,6 +745,7 @@ static void state_free(gcoll_sim_state_t *st)
     }
     free(st->ranks);
     free(st->work);
+    free(st->nic_free);
     free(st->nodes);
     free(st->node_members);
     free(st->tmp);
@@ -800,6 +824,12 @@ static gcoll_status_t state_init(gcoll_sim_state_t *st, gcoll_sim_t *sim,
     if (!st->ranks || !st->work)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for %d ranks", n);
     GCOLL_TRY(nodes_init(st));
+    if (st->cost->nics_per_node > 0 && st->nnodes > 1) {
+        st->nic_free = calloc((size_t)st->nnodes * (size_t)st->cost->nics_per_node,
+                              sizeof(double));
+        if (!st->nic_free)
+            return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for the NICs");
+    }
     for (int r = 0; r < n; r++) {
         if (!scheds[r])
             return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "simulator: no schedule for rank %d", r);
@@ -813,11 +843,24 @@ static gcoll_status_t state_init(gcoll_sim_state_t *st, gcoll_sim_t *sim,
     return GCOLL_SUCCESS;
 }
 
+/* Take a rank off the work list: the last one queued, or with shared NICs
+ * the one with the earliest clock (so NIC time is reserved in time order). */
+static int next_rank(gcoll_sim_state_t *st)
+{
+    int k = st->nwork - 1;
+    if (st->nic_free)
+        for (int i = 0; i < st->nwork - 1; i++)
+            if (st->ranks[st->work[i]].clock < st->ranks[st->work[k]].clock) k = i;
+    int r = st->work[k];
+    st->work[k] = st->work[--st->nwork];
+    return r;
+}
+
 static gcoll_status_t run_all(gcoll_sim_state_t *st)
 {
     for (int r = st->nranks - 1; r >= 0; r--) wake(st, r);   /* rank 0 runs first */
     while (st->nwork) {
-        int r = st->work[--st->nwork];
+        int r = next_rank(st);
         st->ranks[r].queued = 0;
         GCOLL_TRY(advance(st, r));
     }

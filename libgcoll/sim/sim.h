@@ -32,13 +32,17 @@
 
 typedef struct {
     double alpha_intra, beta_intra;   /* s, s/byte */
-    double alpha_inter, beta_inter;
+    double alpha_inter, beta_inter;   /* beta_inter: of one NIC */
     double gamma;                     /* s/byte reduced */
+    int    nics_per_node;             /* the ranks of a node share this many NICs
+                                         (local rank l sends through NIC l % n);
+                                         0: every rank has a NIC of its own */
 } gcoll_sim_cost_t;
 
 /* A plausible default: intra-node alpha 0.5 us, 20 GB/s (shared memory /
- * a PCIe-class GPU link); inter-node alpha 2 us, 25 GB/s (a 200 Gb/s NIC);
- * local steps 20 GB/s (one streaming pass over memory). */
+ * a PCIe-class GPU link); inter-node alpha 2 us, 25 GB/s (a 200 Gb/s NIC),
+ * one NIC per node that the node's ranks share; local steps 20 GB/s (one
+ * streaming pass over memory). */
 extern const gcoll_sim_cost_t gcoll_sim_cost_default;
 
 typedef struct {
