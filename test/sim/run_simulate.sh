@@ -7,7 +7,10 @@
 #   (b) the other collectives --verify at 3x4, likewise;
 #   (c) at 8x4 and 1 MiB the hierarchical allreduce sends at most as many
 #       bytes across nodes per rank as the flat ring (the point of hierarchy);
-#   (d) bad options exit 2.
+#   (d) the shared-NIC model: at 8x4, 1 MiB, sharing one NIC per node slows
+#       Rabenseifner (every rank crosses nodes) and not the ring (one rank per
+#       node does), and makes hier_p2p faster than Rabenseifner;
+#   (e) bad options exit 2.
 # Run from the top build directory.  Exit 0 all passed, 1 a check failed,
 # 99 setup error.
 set -u
@@ -91,7 +94,30 @@ echo "  inter-node bytes per rank at 8x4, 1 MiB: ring ${ring:-?}, hier ${hier:-?
 [ -n "$ring" ] && [ -n "$hier" ] && [ "$hier" -le "$ring" ]
 check "allreduce 8x4 1 MiB: hier sends <= ring's bytes across nodes per rank" $?
 
-# (d) bad options
+# (d) shared NICs.  time_us is column 7.
+t_of() {   # t_of CSV ALGO
+    awk -F, -v a="$2" '$5 == a && $6 == "ok" { print $7 }' "$1"
+}
+for nics in 0 1; do
+    "$SIM" -q -c allreduce -n 8 -p 4 -m 1M:1M -a ring,rabenseifner,hier_p2p --nics $nics \
+        --csv "$DIR/nics$nics.csv" >/dev/null 2>&1
+    check "allreduce 8x4 1 MiB --nics $nics: exit status" $?
+done
+r0=$(t_of "$DIR/nics0.csv" rabenseifner) r1=$(t_of "$DIR/nics1.csv" rabenseifner)
+g0=$(t_of "$DIR/nics0.csv" ring) g1=$(t_of "$DIR/nics1.csv" ring)
+h1=$(t_of "$DIR/nics1.csv" hier_p2p)
+echo "  us, own NIC -> shared NIC: rabenseifner ${r0:-?} -> ${r1:-?}, ring ${g0:-?} -> ${g1:-?}; hier_p2p ${h1:-?}"
+awk -v r0="$r0" -v r1="$r1" 'BEGIN { exit !(r0 > 0 && r1 > 1.5 * r0) }'
+check "a shared NIC slows Rabenseifner (all ranks cross nodes)" $?
+awk -v g0="$g0" -v g1="$g1" 'BEGIN { exit !(g0 > 0 && g1 == g0) }'
+check "a shared NIC leaves the ring alone (one rank per node crosses)" $?
+awk -v h1="$h1" -v r1="$r1" 'BEGIN { exit !(h1 > 0 && h1 < r1) }'
+check "with a shared NIC hier_p2p beats Rabenseifner" $?
+
+# (e) bad options
+"$SIM" -c allreduce -n 2 -p 2 --nics -1 >/dev/null 2>&1
+[ $? = 2 ]
+check "negative NIC count exits 2" $?
 "$SIM" -c nosuch -n 2 -p 2 >/dev/null 2>&1
 [ $? = 2 ]
 check "unknown collective exits 2" $?
