@@ -116,8 +116,8 @@ int main(int argc, char **argv)
         double t = median_time(k, a, b, c, n);
         double gbs = (double)streams[k] * (double)(n * sizeof(float)) * size / t / 1e9;
         if (rank == 0)
-            printf("%-16s %d ranks x %zu KiB arrays: %9.1f us, %6.1f GB/s aggregate (read + written)\n",
-                   names[k], size, n * sizeof(float) >> 10, t * 1e6, gbs);
+            printf("%-16s %d ranks x %zu KiB arrays: %9.1f us, %6.1f GB/s aggregate "
+                   "(read + written)\n", names[k], size, n * sizeof(float) >> 10, t * 1e6, gbs);
     }
     free(a); free(b); free(c);
     MPI_Finalize();

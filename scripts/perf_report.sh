@@ -16,7 +16,9 @@ run() {   # run NAME CMD...: print the command, then its output, into OUT/NAME.t
     echo "== $name" >&2
     { echo "\$ $*"; "$@" 2>&1; } > "$out/$name.txt"
 }
-run membw          "${mpi[@]}" -n 2 "$build/bench/gcoll_membw"
+run machine        lscpu
+run membw-16M      "${mpi[@]}" -n 2 "$build/bench/gcoll_membw" 16M
+run membw-64M      "${mpi[@]}" -n 2 "$build/bench/gcoll_membw" 64M
 run np2-default    "${mpi[@]}" -n 2 "$b" --impl both -m 8:64M --csv "$out/np2-default.csv"
 run np2-default-2  "${mpi[@]}" -n 2 "$b" --impl both -m 8:64M
 for algo in rdouble rabenseifner ring; do
@@ -33,5 +35,11 @@ for algo in default ring rabenseifner hier hier_leader; do
     extra=(); [ "$algo" = default ] || extra=(--algo "$algo")
     run "np4-2nodes-$algo" "${mpi[@]}" -n 4 -x GCOLL_NODE_SIZE=2 "$b" --impl both "${extra[@]}" \
         -m 8:16M -i 50 -x 5
+done
+# every allreduce algorithm interleaved per size (medians), three sweeps:
+# the fairest comparison of hier against the flat algorithms here
+for k in 1 2 3; do
+    run "np4-2nodes-tune-$k" "${mpi[@]}" -n 4 -x GCOLL_NODE_SIZE=2 "$build/tools/gcoll_tune" \
+        -o "$out/np4-2nodes-tune-$k.tbl" -c allreduce -m 256K:16M -s 2
 done
 echo "results in $out/" >&2

@@ -456,7 +456,8 @@ static void print_intro(const opts_t *o)
     printf("# cost model: intra alpha %.3g us beta %.3g GB/s; inter alpha %.3g us beta %.3g GB/s;"
            " gamma %.3g GB/s\n", c->alpha_intra * 1e6, 1e-9 / c->beta_intra,
            c->alpha_inter * 1e6, 1e-9 / c->beta_inter, 1e-9 / c->gamma);
-    if (c->nics_per_node > 0) printf("# %d NIC(s) per node, shared by its ranks\n", c->nics_per_node);
+    if (c->nics_per_node > 0)
+        printf("# %d NIC(s) per node, shared by its ranks\n", c->nics_per_node);
     else printf("# one NIC per rank\n");
 }
 

@@ -71,8 +71,8 @@ static void node_reduce_scatter(const p2p_seg_t *sg, gcoll_bref_t scratch, gcoll
     gcoll_bref_t acc = blk(sg, sg->a->src, me);
     for (int j = 0; j < h->local_size && mine; j++) {
         if (j == me) continue;
-        gcoll_sched_reduce(s, blk(sg, sg->a->dst, me), acc, gcoll_bref_add(scratch, (size_t)j * mine),
-                           mine);
+        gcoll_bref_t copy = gcoll_bref_add(scratch, (size_t)j * mine);
+        gcoll_sched_reduce(s, blk(sg, sg->a->dst, me), acc, copy, mine);
         acc = blk(sg, sg->a->dst, me);
     }
     if (h->local_size == 1 && !gcoll_bref_eq(sg->a->src, sg->a->dst))
