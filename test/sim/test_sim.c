@@ -1273,11 +1273,16 @@ static void run_layouts(const gcoll_algo_t *algo)
 /* The hierarchical pipelines (segments of args->chunk_bytes, else 4 MiB):
  * with 256 B segments of float32 (64 elements) one segment, two with a
  * one-element tail, many with and without a tail; every root; even and
- * uneven node shapes.  Then 4 MiB + 12 B at the default segment. */
+ * uneven node shapes.  Then 4 MiB + 12 B at the default segment.
+ * allgather and reduce_scatter pipeline along the leaders' ring, from 3
+ * regular nodes and a region of chunk_bytes (else 1 MiB): { 5, 5 } and the
+ * last four shapes have 3 or more, and 1 MiB + 24 B regions over 3 nodes of
+ * 2 check the default threshold. */
 static void run_pipeline(const gcoll_algo_t *algo)
 {
     static const struct { int P, layout; } shapes[] = {
         { 4, 1 }, { 5, 1 }, { 6, 3 }, { 7, 3 }, { 9, 2 }, { 6, 4 }, { 5, 5 }, { 8, 2 },
+        { 6, 1 }, { 9, 3 }, { 12, 2 }, { 8, 1 },
     };
     static const size_t counts[] = { 64, 65, 128, 200, 1000 };
     combo_t sum = { GCOLL_FLOAT32, GCOLL_SUM }, max = { GCOLL_INT32, GCOLL_MAX };
@@ -1291,6 +1296,8 @@ static void run_pipeline(const gcoll_algo_t *algo)
         }
     if (!has_blocks(algo->coll))
         run_roots(algo, 4, ((size_t)1 << 20) + 3, sum, 0, 1, ROOTS_FEW);
+    else if (algo->coll != GCOLL_COLL_ALLTOALL)
+        run_roots(algo, 6, ((size_t)1 << 17) + 3, sum, 0, 1, ROOTS_FEW);
 }
 
 /* P = 128 with 1e5 elements, 8 ranks a node: the simulator must take this in
