@@ -6,7 +6,8 @@
 #   run_coll.sh [flat|nodes|algos|bad|all]     (default: all)
 #
 #   flat   test_coll_mpi at 1, 2, 3, 4 ranks x GCOLL_TRANSPORT ucx, mpi
-#   nodes  the same with GCOLL_NODE_SIZE < ranks (hierarchical paths)
+#   nodes  the same with GCOLL_NODE_SIZE < ranks (hierarchical paths; 3 nodes
+#          of 2 for the ring-pipelined allgather and reduce_scatter)
 #   algos  each algorithm `gcoll_info -a` lists, forced by GCOLL_ALGO, its
 #          collective only, at 2, 3 (both transports) and 4 ranks
 #   bad    test_bad_input at 1 and 2 ranks
@@ -141,6 +142,7 @@ mode_nodes() {
         coll_job 4 "$tl" 1      # one rank per node
     done
     coll_job 3 mpi 2            # 2+1
+    coll_job 6 ucx 2            # 3 nodes of 2: allgather/reduce_scatter hier pipeline
 }
 
 # "allreduce: ring rdouble ..." lines of `gcoll_info -a`, as coll=algo words.
