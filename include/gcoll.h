@@ -28,6 +28,14 @@
  * MPI_THREAD_MULTIPLE.  Calls on one communicator must be serialised by the
  * caller and made in the same order on every rank (as for MPI collectives).
  *
+ * Progress: a rank that has finished a call may still owe its peers
+ * transport progress (UCX completes a receive before the sender's side is
+ * done).  Under Open MPI libgcoll polls its UCX workers from MPI's progress
+ * loop between calls, so any blocking MPI call after a libgcoll call keeps
+ * the peers moving.  With an MPI that has no such hook, set
+ * GCOLL_TRANSPORT=mpi if the application blocks in MPI right after libgcoll
+ * calls (see README, Status).
+ *
  * Memory: every buffer argument may be host memory or, when the library was
  * built with CUDA, CUDA device memory; the library detects which per call.
  * All buffers of one call must be of the same kind.

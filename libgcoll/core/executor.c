@@ -166,13 +166,23 @@ static gcoll_status_t run_round(struct gcoll_comm *c, const gcoll_sched_t *s, ui
     return GCOLL_SUCCESS;
 }
 
+static gcoll_status_t run_rounds(gcoll_comm_t comm, const gcoll_sched_t *s,
+                                 void *const bufs[GCOLL_BUF_COUNT])
+{
+    uint32_t tag = comm->seq++;
+    for (uint32_t r = 0; r < s->nrounds; r++) GCOLL_TRY(run_round(comm, s, r, tag, bufs));
+    return GCOLL_SUCCESS;
+}
+
 gcoll_status_t gcoll_exec_run(gcoll_comm_t comm, const gcoll_sched_t *s, const void *sendbuf,
                               void *recvbuf)
 {
     void *scratch = NULL;
     if (s->scratch_bytes) GCOLL_TRY(gcoll_comm_scratch(comm, s->scratch_bytes, &scratch));
     void *const bufs[GCOLL_BUF_COUNT] = { (void *)sendbuf, recvbuf, scratch };
-    uint32_t tag = comm->seq++;
-    for (uint32_t r = 0; r < s->nrounds; r++) GCOLL_TRY(run_round(comm, s, r, tag, bufs));
-    return GCOLL_SUCCESS;
+    /* between calls the transport may be polled from MPI (bg_progress.h) */
+    if (comm->tl->enter) comm->tl->enter(comm->tl_ctx);
+    gcoll_status_t st = run_rounds(comm, s, bufs);
+    if (comm->tl->leave) comm->tl->leave(comm->tl_ctx);
+    return st;
 }

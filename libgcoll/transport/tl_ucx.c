@@ -51,6 +51,7 @@ const char *gcoll_tl_ucx_version(void)
 #include "core/comm.h"
 #include "core/log.h"
 #include "core/status.h"
+#include "transport/bg_progress.h"
 
 /* The one UCX checking macro: a UCX status variable to a gcoll status. */
 #define GCOLL_UCX_CHECK(_ucs_st, _what) \
@@ -74,6 +75,7 @@ typedef struct {
     MPI_Comm       comm;        /* the communicator's duplicate, for fini */
     int            rank, size;
     int            cancelled;   /* a request was abandoned: bound the close wait */
+    gcoll_bg_progress_t bg;     /* polled from MPI's progress loop between calls */
     char           desc[128];
 } gcoll_tl_ucx_ctx_t;
 
@@ -247,6 +249,21 @@ static gcoll_status_t gcoll_tl_ucx_irecv(void *ctx, int peer, uint32_t tag, void
     return gcoll_tl_ucx_posted(req, ucp_tag_recv_nbx(c->worker, buf, bytes,
                                                      gcoll_tl_ucx_tag(peer, tag),
                                                      GCOLL_TL_UCX_FULL_MASK, &param), 0);
+}
+
+static void gcoll_tl_ucx_poll(void *ctx)
+{
+    ucp_worker_progress(((gcoll_tl_ucx_ctx_t *)ctx)->worker);
+}
+
+static void gcoll_tl_ucx_enter(void *ctx)
+{
+    gcoll_bg_progress_enter(&((gcoll_tl_ucx_ctx_t *)ctx)->bg);
+}
+
+static void gcoll_tl_ucx_leave(void *ctx)
+{
+    gcoll_bg_progress_leave(&((gcoll_tl_ucx_ctx_t *)ctx)->bg);
 }
 
 static gcoll_status_t gcoll_tl_ucx_progress(void *ctx)
@@ -444,6 +461,9 @@ static gcoll_status_t gcoll_tl_ucx_init(struct gcoll_comm *comm, void **ctx)
     c->my_addr = NULL;
     gcoll_tl_ucx_describe_init(c);
     gcoll_info("transport: %s, endpoints created on first use", c->desc);
+    c->bg.progress = gcoll_tl_ucx_poll;
+    c->bg.arg      = c;
+    gcoll_bg_progress_add(&c->bg);
     *ctx = c;
     return GCOLL_SUCCESS;
 }
@@ -525,11 +545,13 @@ static void gcoll_tl_ucx_close_wait(gcoll_tl_ucx_ctx_t *c, void **reqs, size_t n
 static void gcoll_tl_ucx_fini(void *ctx)
 {
     gcoll_tl_ucx_ctx_t *c = ctx;
-    void **reqs = malloc((size_t)c->size * sizeof(*reqs));
+    void **reqs;
     MPI_Request barrier;
     unsigned idle = 0;
     int done = 0;
 
+    gcoll_bg_progress_remove(&c->bg);   /* from here on only this call polls */
+    reqs = malloc((size_t)c->size * sizeof(*reqs));
     if (reqs != NULL) {
         gcoll_tl_ucx_close_wait(c, reqs, gcoll_tl_ucx_close_start(c, reqs));
         free(reqs);
@@ -554,6 +576,8 @@ const gcoll_tl_ops_t gcoll_tl_ucx = {
     .progress = gcoll_tl_ucx_progress,
     .test     = gcoll_tl_ucx_test,
     .cancel   = gcoll_tl_ucx_cancel,
+    .enter    = gcoll_tl_ucx_enter,
+    .leave    = gcoll_tl_ucx_leave,
     .describe = gcoll_tl_ucx_describe,
 };
 
