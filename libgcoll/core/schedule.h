@@ -137,6 +137,19 @@ void gcoll_sched_node(gcoll_sched_t *s, int node_coll, gcoll_bref_t dst, gcoll_b
 void gcoll_sched_insert_node_early(gcoll_sched_t *s, uint32_t r, int node_coll, gcoll_bref_t dst,
                                    gcoll_bref_t src, size_t bytes, int root);
 
+/* Where gcoll_sched_node_at() puts its step: appended to the open round. */
+#define GCOLL_SCHED_APPEND UINT32_MAX
+
+/* A NODE step appended (at == GCOLL_SCHED_APPEND) or inserted early at the
+ * end of round `at`: one call for builders that pipeline some segments and
+ * not others. */
+static inline void gcoll_sched_node_at(gcoll_sched_t *s, uint32_t at, int node_coll,
+                                       gcoll_bref_t dst, gcoll_bref_t src, size_t bytes, int root)
+{
+    if (at == GCOLL_SCHED_APPEND) gcoll_sched_node(s, node_coll, dst, src, bytes, root);
+    else gcoll_sched_insert_node_early(s, at, node_coll, dst, src, bytes, root);
+}
+
 /* Reserve bytes of scratch (64-byte aligned) and return a reference to it. */
 gcoll_bref_t gcoll_sched_scratch(gcoll_sched_t *s, size_t bytes);
 

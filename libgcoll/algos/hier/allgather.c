@@ -36,7 +36,8 @@
 #include "algos/peers.h"
 #include "core/status.h"
 
-#define HIER_PIPE_MIN (1u << 20)   /* region bytes: below, N-1 node syncs cost more than they hide */
+/* Region bytes from which to pipeline: below, N-1 node syncs cost more than they hide. */
+#define HIER_PIPE_MIN (1u << 20)
 
 typedef struct {
     const gcoll_coll_args_t *a;
@@ -54,10 +55,7 @@ static gcoll_bref_t region_at(const ag_plan_t *p, int j)
 static void region_bcast(const ag_plan_t *p, int j, gcoll_sched_t *s, int early, uint32_t r)
 {
     gcoll_bref_t at = region_at(p, j);
-    if (early)
-        gcoll_sched_insert_node_early(s, r, GCOLL_COLL_BCAST, at, at, p->region, 0);
-    else
-        gcoll_sched_node(s, GCOLL_COLL_BCAST, at, at, p->region, 0);
+    gcoll_sched_node_at(s, early ? r : GCOLL_SCHED_APPEND, GCOLL_COLL_BCAST, at, at, p->region, 0);
 }
 
 /* The leader's ring step k, with the bcast of the region step k-1 received. */

@@ -84,22 +84,16 @@ static void seg_rs(const gcoll_coll_args_t *a, const hier_seg_t *g, gcoll_sched_
                    uint32_t round)
 {
     gcoll_bref_t src = gcoll_bref_add(a->src, g->off * a->dt_size);
-    if (early)
-        gcoll_sched_insert_node_early(s, round, GCOLL_COLL_REDUCE_SCATTER, g->mine, src,
-                                      g->len * a->dt_size, 0);
-    else
-        gcoll_sched_node(s, GCOLL_COLL_REDUCE_SCATTER, g->mine, src, g->len * a->dt_size, 0);
+    gcoll_sched_node_at(s, early ? round : GCOLL_SCHED_APPEND, GCOLL_COLL_REDUCE_SCATTER, g->mine,
+                        src, g->len * a->dt_size, 0);
 }
 
 static void seg_ag(const gcoll_coll_args_t *a, const hier_seg_t *g, gcoll_sched_t *s, int early,
                    uint32_t round)
 {
     gcoll_bref_t dst = gcoll_bref_add(a->dst, g->off * a->dt_size);
-    if (early)
-        gcoll_sched_insert_node_early(s, round, GCOLL_COLL_ALLGATHER, dst, g->mine,
-                                      g->len * a->dt_size, 0);
-    else
-        gcoll_sched_node(s, GCOLL_COLL_ALLGATHER, dst, g->mine, g->len * a->dt_size, 0);
+    gcoll_sched_node_at(s, early ? round : GCOLL_SCHED_APPEND, GCOLL_COLL_ALLGATHER, dst, g->mine,
+                        g->len * a->dt_size, 0);
 }
 
 static gcoll_status_t build_hier_pipelined(const gcoll_coll_args_t *a, const gcoll_group_t *g,

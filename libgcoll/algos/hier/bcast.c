@@ -43,10 +43,8 @@ static void seg_node(const gcoll_coll_args_t *a, const bcast_plan_t *p, size_t o
 {
     gcoll_bref_t at = gcoll_bref_add(a->dst, off * a->dt_size);
     size_t bytes = count * a->dt_size;
-    if (early)
-        gcoll_sched_insert_node_early(s, round, GCOLL_COLL_BCAST, at, at, bytes, p->head_local);
-    else
-        gcoll_sched_node(s, GCOLL_COLL_BCAST, at, at, bytes, p->head_local);
+    gcoll_sched_node_at(s, early ? round : GCOLL_SCHED_APPEND, GCOLL_COLL_BCAST, at, at, bytes,
+                        p->head_local);
 }
 
 /* Heads' binomial bcast of count elements at element offset off. */

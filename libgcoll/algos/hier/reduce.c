@@ -46,10 +46,8 @@ static void seg_node(const gcoll_coll_args_t *a, const reduce_plan_t *p, size_t 
     gcoll_bref_t dst = gcoll_bref_add(p->part, off * a->dt_size);
     gcoll_bref_t src = gcoll_bref_add(a->src, off * a->dt_size);
     size_t bytes = count * a->dt_size;
-    if (early)
-        gcoll_sched_insert_node_early(s, round, GCOLL_COLL_REDUCE, dst, src, bytes, p->head_local);
-    else
-        gcoll_sched_node(s, GCOLL_COLL_REDUCE, dst, src, bytes, p->head_local);
+    gcoll_sched_node_at(s, early ? round : GCOLL_SCHED_APPEND, GCOLL_COLL_REDUCE, dst, src, bytes,
+                        p->head_local);
 }
 
 /* Heads' binomial reduce of count elements at element offset off, in place

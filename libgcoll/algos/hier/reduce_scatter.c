@@ -65,11 +65,8 @@ static void region_reduce(const rs_plan_t *p, int k, gcoll_sched_t *s, int early
 {
     int q = mod(p->h->my_node - k - 2, p->h->nnodes);
     gcoll_bref_t src = gcoll_bref_add(p->a->src, p->region * (size_t)q);
-    if (early)
-        gcoll_sched_insert_node_early(s, s->nrounds, GCOLL_COLL_REDUCE, slot(p, k), src,
-                                      p->region, 0);
-    else
-        gcoll_sched_node(s, GCOLL_COLL_REDUCE, slot(p, k), src, p->region, 0);
+    gcoll_sched_node_at(s, early ? s->nrounds : GCOLL_SCHED_APPEND, GCOLL_COLL_REDUCE, slot(p, k),
+                        src, p->region, 0);
 }
 
 /* The leader's ring step k, with the node reduce step k+1 needs. */
