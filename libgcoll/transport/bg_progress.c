@@ -11,7 +11,8 @@ typedef int (*opal_reg_t)(opal_cb_t);
 static pthread_mutex_t      bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static gcoll_bg_progress_t *bg_head;
 static int                  bg_registered;   /* our callback is in MPI's loop */
-static opal_reg_t           bg_unregister;
+static opal_reg_t           bg_reg, bg_unregister;
+static int                  bg_probed;       /* the hook was looked up (once) */
 
 /* Called by Open MPI in every pass of its progress loop, on whatever thread
  * is inside MPI: must not block, so it skips the whole list while add or
@@ -35,14 +36,16 @@ static int bg_callback(void)
 static void bg_register(void)
 {
     if (bg_registered) return;
-    opal_reg_t reg = (opal_reg_t)dlsym(RTLD_DEFAULT, "opal_progress_register");
-    bg_unregister = (opal_reg_t)dlsym(RTLD_DEFAULT, "opal_progress_unregister");
-    if (!reg || !bg_unregister) {
-        gcoll_info("transport: the MPI library has no progress hook (not Open MPI); libgcoll's "
-                   "UCX workers are polled only inside libgcoll calls");
-        return;
+    if (!bg_probed) {
+        bg_probed     = 1;
+        bg_reg        = (opal_reg_t)dlsym(RTLD_DEFAULT, "opal_progress_register");
+        bg_unregister = (opal_reg_t)dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+        if (!bg_reg || !bg_unregister)
+            gcoll_info("transport: the MPI library has no progress hook (not Open MPI); "
+                       "libgcoll's UCX workers are polled only inside libgcoll calls");
     }
-    bg_registered = reg(bg_callback) == 0;
+    if (!bg_reg || !bg_unregister) return;
+    bg_registered = bg_reg(bg_callback) == 0;
     gcoll_info("transport: UCX workers %s polled from Open MPI's progress loop between calls",
                bg_registered ? "are" : "could not be");
 }

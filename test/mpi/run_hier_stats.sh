@@ -1,7 +1,6 @@
 #!/bin/bash
 # Hierarchical allreduce sends no more inter-node bytes per rank than the
 # flat ring: 4 ranks as 2 simulated nodes of 2, and 6 as 2 nodes of 3.
-here=$(cd "$(dirname "$0")" && pwd)
 prog=./test/mpi/test_hier_stats
 MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }

@@ -60,7 +60,6 @@ static gcoll_status_t build_leader(const gcoll_coll_args_t *a, const gcoll_group
  *   ...
  *   last         AG(S-1)
  */
-#define HIER_SEGMENT (4u << 20)   /* bytes; big enough that a step's sync is noise */
 
 typedef struct {
     size_t       off, len;       /* the segment, elements */
@@ -143,8 +142,7 @@ static gcoll_status_t build_hier(const gcoll_coll_args_t *a, const gcoll_group_t
     }
     /* args->chunk_bytes, when set, is this pipeline's segment (the rail
      * algorithm then uses its own default chunk) */
-    size_t seg_elems = (a->chunk_bytes ? a->chunk_bytes : HIER_SEGMENT) / a->dt_size;
-    if (seg_elems < (size_t)h.local_size) seg_elems = (size_t)h.local_size;
+    size_t seg_elems = gcoll_hier_segment(a, (size_t)h.local_size);
     size_t nseg = (a->count + seg_elems - 1) / seg_elems;
     gcoll_status_t st;
     if (nseg >= 2) {

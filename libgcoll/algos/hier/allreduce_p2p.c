@@ -28,8 +28,6 @@
 #include "algos/peers.h"
 #include "core/status.h"
 
-#define P2P_SEGMENT (4u << 20)   /* bytes; bounds scratch at (L-1)/L of this */
-
 typedef struct {
     const gcoll_coll_args_t *a;
     const gcoll_group_t     *g;
@@ -104,8 +102,7 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
         st = GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED,
                          "allreduce hier_p2p needs nodes of equal size (block l must have one "
                          "size on every node)");
-    size_t seg = (a->chunk_bytes ? a->chunk_bytes : P2P_SEGMENT) / a->dt_size;
-    if (seg < (size_t)h.local_size) seg = (size_t)h.local_size;
+    size_t seg = gcoll_hier_segment(a, (size_t)h.local_size);   /* bounds scratch */
     size_t first = a->count < seg ? a->count : seg;
     size_t slot = gcoll_block_len(first, h.local_size, 0) * a->dt_size;   /* block 0: a longest */
     gcoll_bref_t scratch = gcoll_sched_scratch(s, slot * (size_t)h.local_size);

@@ -25,11 +25,8 @@
  * head completed in earlier rounds, while the round's messages carry segment
  * k.  Non-heads have only the NODE steps, seg 0 .. S-1 in the same order.
  * Cost: the inter-node bcasts plus one segment's shm copy. */
-#include <stdlib.h>
 #include "algos/hier/hier.h"
 #include "core/status.h"
-
-#define HIER_SEGMENT (4u << 20)   /* bytes, as allreduce hier: a step's sync is noise */
 
 typedef struct {
     int root_node;    /* node of the root */
@@ -52,13 +49,9 @@ static gcoll_status_t seg_heads(const gcoll_coll_args_t *a, const gcoll_group_t 
                                 const gcoll_hier_t *h, const bcast_plan_t *p, size_t off,
                                 size_t count, gcoll_sched_t *s)
 {
-    gcoll_coll_args_t ba = *a;
-    ba.root = p->root_node;
-    ba.count = count;
-    ba.src = ba.dst = gcoll_bref_add(a->dst, off * a->dt_size);
-    ba.chunk_bytes = 0;   /* chunk_bytes was this pipeline's segment */
-    return gcoll_hier_run_flat(&gcoll_algo_bcast_binomial, &ba, g, h->leaders, h->nnodes,
-                               h->my_node, s);
+    gcoll_bref_t at = gcoll_bref_add(a->dst, off * a->dt_size);
+    return gcoll_hier_run_flat_at(&gcoll_algo_bcast_binomial, a, g, h->leaders, h->nnodes,
+                                  h->my_node, p->root_node, at, count, s);
 }
 
 static gcoll_status_t build_pipelined(const gcoll_coll_args_t *a, const gcoll_group_t *g,
@@ -94,20 +87,14 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     h.leaders[p.root_node] = a->root;   /* the root is its node's head */
     p.head_local = h.my_node == p.root_node ? gcoll_hier_local_of(g, a->root) : 0;
     p.i_am_head = h.local == p.head_local;
-    size_t seg_elems = (a->chunk_bytes ? a->chunk_bytes : HIER_SEGMENT) / a->dt_size;
-    if (seg_elems == 0) seg_elems = 1;
+    size_t seg_elems = gcoll_hier_segment(a, 1);
     size_t nseg = (a->count + seg_elems - 1) / seg_elems;
     gcoll_status_t st = GCOLL_SUCCESS;
     if (nseg >= 2 && h.nnodes >= 2) {   /* on one node there is no level to overlap */
         st = build_pipelined(a, g, &h, &p, seg_elems, nseg, s);
     } else {
         gcoll_sched_round(s);
-        if (p.i_am_head) {
-            gcoll_coll_args_t ba = *a;
-            ba.root = p.root_node;
-            st = gcoll_hier_run_flat(&gcoll_algo_bcast_binomial, &ba, g, h.leaders, h.nnodes,
-                                     h.my_node, s);
-        }
+        if (p.i_am_head) st = seg_heads(a, g, &h, &p, 0, a->count, s);
         seg_node(a, &p, 0, a->count, s, 0, 0);
     }
     gcoll_hier_fini(&h);

@@ -21,15 +21,23 @@ gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_ar
     return st;
 }
 
+gcoll_status_t gcoll_hier_run_flat_at(const gcoll_algo_t *algo, const gcoll_coll_args_t *a,
+                                      const gcoll_group_t *g, const int *idx, int n, int me,
+                                      int root, gcoll_bref_t at, size_t count, gcoll_sched_t *s)
+{
+    gcoll_coll_args_t fa = *a;
+    fa.root = root;
+    fa.count = count;
+    fa.src = fa.dst = at;
+    fa.chunk_bytes = 0;
+    return gcoll_hier_run_flat(algo, &fa, g, idx, n, me, s);
+}
+
 gcoll_status_t gcoll_hier_allreduce_at(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                        const int *idx, int n, int me, gcoll_bref_t at,
                                        size_t count, gcoll_sched_t *s)
 {
     if (count == 0) return GCOLL_SUCCESS;
-    gcoll_coll_args_t ra = *a;
-    ra.count = count;
-    ra.src = ra.dst = at;
-    ra.chunk_bytes = 0;
-    const gcoll_algo_t *flat = gcoll_hier_flat_allreduce(count * a->dt_size, n);
-    return gcoll_hier_run_flat(flat, &ra, g, idx, n, me, s);
+    return gcoll_hier_run_flat_at(gcoll_hier_flat_allreduce(count * a->dt_size, n), a, g, idx, n,
+                                  me, 0, at, count, s);
 }

@@ -67,12 +67,30 @@ gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_ar
                                    const gcoll_group_t *g, const int *idx, int n, int me,
                                    gcoll_sched_t *s);
 
-/* Allreduce, in place, of count elements at `at` over the sub-group idx[n]
- * (me = my index in it), by the flat algorithm gcoll_hier_flat_allreduce()
- * picks for the size; then close the round.  No-op for count 0 or n 1. */
+/* Flat algo, in place, on count elements at `at` over the sub-group idx[n]
+ * (me = my index in it, root an index in it), with the algorithm's own
+ * default chunk (args->chunk_bytes is the hierarchical pipeline's segment);
+ * then close the round. */
+gcoll_status_t gcoll_hier_run_flat_at(const gcoll_algo_t *algo, const gcoll_coll_args_t *a,
+                                      const gcoll_group_t *g, const int *idx, int n, int me,
+                                      int root, gcoll_bref_t at, size_t count, gcoll_sched_t *s);
+
+/* Allreduce, in place, of count elements at `at` over the sub-group idx[n],
+ * by the flat algorithm gcoll_hier_flat_allreduce() picks for the size.
+ * No-op for count 0 or n 1. */
 gcoll_status_t gcoll_hier_allreduce_at(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                        const int *idx, int n, int me, gcoll_bref_t at,
                                        size_t count, gcoll_sched_t *s);
+
+/* Segments of a pipelined hierarchical collective: 4 MiB (big enough that a
+ * step's synchronisation is noise), or args->chunk_bytes when set; elements,
+ * at least min_elems. */
+#define GCOLL_HIER_SEGMENT (4u << 20)
+static inline size_t gcoll_hier_segment(const gcoll_coll_args_t *a, size_t min_elems)
+{
+    size_t e = (a->chunk_bytes ? a->chunk_bytes : GCOLL_HIER_SEGMENT) / a->dt_size;
+    return e < min_elems ? min_elems : e;
+}
 
 /* GCOLL_ERR_NOT_SUPPORTED unless nodes are of equal size and consecutive. */
 gcoll_status_t gcoll_hier_check_regular(const gcoll_hier_t *h, const char *algo);

@@ -30,8 +30,6 @@
 #include "algos/hier/hier.h"
 #include "core/status.h"
 
-#define HIER_SEGMENT (4u << 20)   /* bytes, as allreduce hier: a step's sync is noise */
-
 typedef struct {
     int          root_node;    /* node of the root */
     int          head_local;   /* local index of my node's head */
@@ -56,13 +54,9 @@ static gcoll_status_t seg_heads(const gcoll_coll_args_t *a, const gcoll_group_t 
                                 const gcoll_hier_t *h, const reduce_plan_t *p, size_t off,
                                 size_t count, gcoll_sched_t *s)
 {
-    gcoll_coll_args_t ra = *a;
-    ra.root = p->root_node;
-    ra.count = count;
-    ra.src = ra.dst = gcoll_bref_add(p->part, off * a->dt_size);
-    ra.chunk_bytes = 0;   /* chunk_bytes was this pipeline's segment */
-    return gcoll_hier_run_flat(&gcoll_algo_reduce_binomial, &ra, g, h->leaders, h->nnodes,
-                               h->my_node, s);
+    gcoll_bref_t at = gcoll_bref_add(p->part, off * a->dt_size);
+    return gcoll_hier_run_flat_at(&gcoll_algo_reduce_binomial, a, g, h->leaders, h->nnodes,
+                                  h->my_node, p->root_node, at, count, s);
 }
 
 static size_t seg_len(const gcoll_coll_args_t *a, size_t seg_elems, size_t k)
@@ -111,8 +105,7 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     p.head_local = h.my_node == p.root_node ? gcoll_hier_local_of(g, a->root) : 0;
     p.i_am_head = h.local == p.head_local;
     p.part = g->me == a->root ? a->dst : gcoll_sched_scratch(s, bytes);
-    size_t seg_elems = (a->chunk_bytes ? a->chunk_bytes : HIER_SEGMENT) / a->dt_size;
-    if (seg_elems == 0) seg_elems = 1;
+    size_t seg_elems = gcoll_hier_segment(a, 1);
     size_t nseg = (a->count + seg_elems - 1) / seg_elems;
     gcoll_status_t st = GCOLL_SUCCESS;
     if (nseg >= 2 && h.nnodes >= 2) {   /* on one node there is no level to overlap */
@@ -121,13 +114,7 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
         gcoll_sched_round(s);
         seg_node(a, &p, 0, a->count, s, 0, 0);
         gcoll_sched_round(s);
-        if (p.i_am_head) {
-            gcoll_coll_args_t ra = *a;
-            ra.root = p.root_node;
-            ra.src = ra.dst = p.part;
-            st = gcoll_hier_run_flat(&gcoll_algo_reduce_binomial, &ra, g, h.leaders, h.nnodes,
-                                     h.my_node, s);
-        }
+        if (p.i_am_head) st = seg_heads(a, g, &h, &p, 0, a->count, s);
     }
     gcoll_hier_fini(&h);
     return st;
