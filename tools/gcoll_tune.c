@@ -39,7 +39,12 @@
 #define MAX_SIZES  48
 #define MAX_ALGOS  8
 #define NBLOCKS    5
-#define BLOCK_S    2e-3            /* target seconds per timed block */
+#define BLOCK_S    50e-3           /* target seconds per timed block (at most 2000
+                                    * calls): many 4 ms scheduler ticks, so that
+                                    * ranks sharing CPUs are timed over a
+                                    * representative mix of who runs when; 2 ms
+                                    * blocks gave 4 ms-quantised medians there */
+#define PROBE_CALLS 4              /* calls timed to size the blocks */
 #define SIM_MEM    (256u << 20)    /* bytes the simulator may allocate per run */
 #define KEEP_SLACK 1.03
 
@@ -148,13 +153,17 @@ static gcoll_status_t call(tuner_t *t, gcoll_coll_t coll, size_t n)
     }
 }
 
-/* Seconds per call over iters calls, the slowest rank's. */
+/* Seconds per call over iters calls, the slowest rank's.  One untimed call
+ * after the barrier lines the ranks up: MPI_Barrier can release them a
+ * scheduler tick apart when they share CPUs, and that skew would be charged
+ * to the algorithm timed first. */
 static double time_block(tuner_t *t, gcoll_coll_t coll, size_t n, long iters)
 {
     double dt, worst;
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (long i = 0; i < iters; i++) {
+    double t0 = 0;
+    for (long i = -1; i < iters; i++) {
+        if (i == 0) t0 = MPI_Wtime();
         gcoll_status_t st = call(t, coll, n);
         if (st != GCOLL_SUCCESS) {
             fprintf(stderr, "gcoll_tune: rank %d: %s failed: %s\n", t->rank, gcoll_coll_name(coll),
@@ -198,7 +207,7 @@ static void measure_size(tuner_t *t, sweep_t *w, int si)
         if (!applies(t, w->algos[a], n)) continue;
         gcoll_select_force(t->comm, w->coll, w->algos[a]);
         time_block(t, w->coll, n, 2);                       /* warm up */
-        double one = time_block(t, w->coll, n, 1);
+        double one = time_block(t, w->coll, n, PROBE_CALLS);
         iters[a] = one > BLOCK_S ? 1 : (long)(BLOCK_S / (one > 1e-7 ? one : 1e-7));
         if (iters[a] > 2000) iters[a] = 2000;
     }

@@ -32,6 +32,17 @@
  * another, so the flag of parity g % 2 holds g - 2, g or (never before we
  * signal g + 1) g + 2: "flag >= g" is exact.  A call may end without a step
  * (its last phase only reads); the next call simply continues that phase.
+ *
+ * Waiting.  A waiter spins, then sleeps in futex(2) on the low 32 bits of
+ * the flag it waits for, counted in that line's `sleepers`; a rank that
+ * signals a step wakes the line's sleepers if there are any.  Flag store and
+ * sleepers load (signaller) and sleepers increment and flag load (waiter)
+ * are sequentially consistent, so either the waiter sees the new flag or the
+ * signaller sees the sleeper; a flag that moved between the waiter's load
+ * and its futex call fails the kernel's compare, so no wake-up is lost.
+ * Sleeping instead of yielding matters when ranks share CPUs: a yield may
+ * hand the CPU straight back, a sleeper gives its time to the rank it waits
+ * for until that rank signals.
  */
 #ifndef GCOLL_SHM_INT_H
 #define GCOLL_SHM_INT_H
@@ -59,7 +70,8 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
 typedef struct {
     _Atomic uint64_t flag;                     /* last step the owner signalled */
     unsigned char    data[GCOLL_SHM_INLINE];   /* inline payload of this parity */
-    unsigned char    pad[GCOLL_SHM_LINE - 64];
+    _Atomic uint32_t sleepers;                 /* waiters asleep on flag (futex) */
+    unsigned char    pad[GCOLL_SHM_LINE - 68];
 } gcoll_shm_line_t;
 
 typedef struct {
@@ -71,7 +83,7 @@ _Static_assert(sizeof(gcoll_shm_line_t) == GCOLL_SHM_LINE, "line layout");
 struct gcoll_shm {
     int               rank, size;
     int               broken;      /* a wait timed out: counters disagree */
-    int               spin_limit;  /* pause iterations before yielding */
+    int               spin_limit;  /* pause iterations before sleeping */
     uint64_t          step;        /* last step this rank signalled */
     size_t            slice;       /* bytes of one slice (multiple of 64) */
     size_t            area;        /* (size + 1) * slice */
@@ -82,8 +94,11 @@ struct gcoll_shm {
     unsigned char    *data;        /* region of rank 0 */
 };
 
-/* Slow path of a wait: yield, watch the clock, report the missing ranks. */
+/* Slow path of a wait: sleep, watch the clock, report the missing ranks. */
 gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step);
+
+/* Wake the ranks asleep on a line's flag. */
+void gcoll_shm_wake(gcoll_shm_line_t *line);
 
 static inline void gcoll_shm_pause(void)
 {
@@ -98,7 +113,9 @@ static inline void gcoll_shm_pause(void)
 static inline gcoll_status_t gcoll_shm_step(gcoll_shm_t *shm)
 {
     uint64_t t = ++shm->step;
-    atomic_store_explicit(&shm->ctrl[shm->rank].line[t & 1].flag, t, memory_order_release);
+    gcoll_shm_line_t *mine = &shm->ctrl[shm->rank].line[t & 1];
+    atomic_store_explicit(&mine->flag, t, memory_order_seq_cst);   /* before the load below */
+    if (atomic_load_explicit(&mine->sleepers, memory_order_seq_cst)) gcoll_shm_wake(mine);
     for (int j = 0; j < shm->size; j++) {
         if (j == shm->rank) continue;
         _Atomic uint64_t *f = &shm->ctrl[j].line[t & 1].flag;

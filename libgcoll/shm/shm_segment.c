@@ -28,6 +28,11 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
 #include "shm/shm_int.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -35,10 +40,10 @@
 
 #define SHM_NAME_MAX 64
 
-/* Spins before the first yield.  Alone on its core a waiter may spin long
- * (a yield costs a system call and the peer is surely running); with more
- * ranks than CPUs a spinning waiter burns the time slice that the rank it
- * waits for needs, so it yields almost at once. */
+/* Spins before a waiter sleeps.  Alone on its core a waiter may spin long
+ * (sleeping and waking cost two system calls and the peer is surely
+ * running); with more ranks than CPUs a spinning waiter burns the time slice
+ * that the rank it waits for needs, so it sleeps almost at once. */
 #define SPIN_DEDICATED     (1 << 14)
 #define SPIN_OVERSUBSCRIBED 32
 
@@ -223,17 +228,67 @@ static gcoll_status_t shm_timeout(gcoll_shm_t *shm, uint64_t step)
                        shm->rank, gcoll_config.timeout, (unsigned long long)step, who);
 }
 
-/* Yield between polls; the clock is read only every 64 polls (and only with
- * a timeout set) to keep a waiter cheap for the rank it waits for. */
+/* The futex word of a flag: its low 32 bits, which change with every step
+ * (a flag moves by 2 per use of its parity, far below 2^32). */
+static uint32_t *shm_futex_word(gcoll_shm_line_t *line)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return (uint32_t *)(void *)&line->flag + 1;
+#else
+    return (uint32_t *)(void *)&line->flag;
+#endif
+}
+
+void gcoll_shm_wake(gcoll_shm_line_t *line)
+{
+#ifdef __linux__
+    /* not FUTEX_PRIVATE: the waiters are other processes mapping the page */
+    syscall(SYS_futex, shm_futex_word(line), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+#else
+    (void)line;
+#endif
+}
+
+/* Sleep until the flag moves from `seen` (or 50 ms pass: the caller
+ * watches the timeout); without futex, yield once. */
+static void shm_sleep(gcoll_shm_line_t *line, uint64_t seen)
+{
+#ifdef __linux__
+    struct timespec nap = { 0, 50 * 1000 * 1000 };
+    syscall(SYS_futex, shm_futex_word(line), FUTEX_WAIT, (uint32_t)seen, &nap, NULL, 0);
+#else
+    (void)line; (void)seen;
+    sched_yield();
+#endif
+}
+
+/* Wait for rank j's flag of `step` asleep; see "Waiting" in shm_int.h for
+ * why no wake-up is lost. */
+static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, double start)
+{
+    gcoll_shm_line_t *line = &shm->ctrl[j].line[step & 1];
+    double limit = gcoll_config.timeout;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
+    for (;;) {
+        uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
+        if (seen >= step) break;
+        if (limit > 0 && shm_now() - start > limit) {
+            st = shm_timeout(shm, step);
+            break;
+        }
+        shm_sleep(line, seen);
+    }
+    atomic_fetch_sub_explicit(&line->sleepers, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);   /* pairs with the owner's store */
+    return st;
+}
+
 gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
 {
-    double limit = gcoll_config.timeout, start = limit > 0 ? shm_now() : 0;
-    for (int j = 0; j < shm->size; j++) {
-        for (unsigned polls = 1; j != shm->rank && !shm_arrived(shm, j, step); polls++) {
-            sched_yield();
-            if (limit > 0 && polls % 64 == 0 && shm_now() - start > limit)
-                return shm_timeout(shm, step);
-        }
-    }
+    double start = gcoll_config.timeout > 0 ? shm_now() : 0;
+    for (int j = 0; j < shm->size; j++)
+        if (j != shm->rank && !shm_arrived(shm, j, step))
+            GCOLL_TRY(shm_wait_asleep(shm, j, step, start));
     return GCOLL_SUCCESS;
 }
