@@ -36,10 +36,12 @@ for algo in default ring rabenseifner hier hier_leader; do
     run "np4-2nodes-$algo" "${mpi[@]}" -n 4 -x GCOLL_NODE_SIZE=2 "$b" --impl both "${extra[@]}" \
         -m 8:16M -i 50 -x 5
 done
-# every allreduce algorithm interleaved per size (medians), three sweeps:
-# the fairest comparison of hier against the flat algorithms here
-for k in 1 2 3; do
+# every allreduce algorithm interleaved per size (medians), eight sweeps,
+# summarised as medians over sweeps: the fairest comparison of hier against
+# the flat algorithms here (one sweep varies by tens of percent)
+for k in 1 2 3 4 5 6 7 8; do
     run "np4-2nodes-tune-$k" "${mpi[@]}" -n 4 -x GCOLL_NODE_SIZE=2 "$build/tools/gcoll_tune" \
         -o "$out/np4-2nodes-tune-$k.tbl" -c allreduce -m 256K:16M -s 2
 done
+run np4-2nodes-tune-summary python3 "$(dirname "$0")/tune_medians.py" "$out"/np4-2nodes-tune-?.tbl
 echo "results in $out/" >&2
