@@ -9,4 +9,4 @@ $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
     build-essential autoconf automake libtool pkg-config make \
     openmpi-bin libopenmpi-dev libucx-dev ucx-utils libhwloc-dev hwloc \
-    python3 python3-numpy python3-matplotlib util-linux procps
+    python3 python3-numpy python3-matplotlib python3-mpi4py util-linux procps

@@ -1,0 +1,292 @@
+"""Python binding of libgcoll over mpi4py, for NumPy arrays and CUDA arrays.
+
+    from mpi4py import MPI
+    import numpy as np
+    import gcoll
+
+    with gcoll.Comm(MPI.COMM_WORLD) as comm:
+        x = np.ones(1 << 20, dtype=np.float32)
+        comm.allreduce(x)                    # in place: x becomes the sum
+        y = comm.allgather(x[:4])            # a new array of size * 4
+
+Buffers are C-contiguous NumPy arrays, or any object with
+``__cuda_array_interface__`` (CuPy, PyTorch CUDA tensors): libgcoll detects
+where the memory lives.  Types: int8, uint8, int32, uint32, int64, uint64,
+float16, bfloat16 (ml_dtypes), float32, float64.  Ops: ``gcoll.SUM``,
+``PROD``, ``MIN``, ``MAX``, ``AVG`` or their names as strings.
+
+A ``Comm`` is collective to create and to close, like the C
+``gcoll_comm_create`` / ``gcoll_comm_destroy``: every rank must close its
+communicators in the same order, before MPI is finalized (``with`` or
+``close()``).  One that is never closed is left to the process's exit.
+
+The library is ``$GCOLL_LIBRARY`` when set, else the libgcoll this package
+was installed with, else ``libgcoll.so.0`` on the loader's path.  It must
+use the same MPI library as mpi4py.  A libgcoll error raises ``gcoll.Error``
+with the status and libgcoll's sentence; a bad argument caught here raises
+``TypeError`` or ``ValueError`` before any rank communicates.
+"""
+import ctypes
+import os
+import warnings
+
+import numpy as np
+from mpi4py import MPI
+
+__all__ = ["Comm", "Error", "SUM", "PROD", "MIN", "MAX", "AVG", "library_path"]
+
+SUM, PROD, MIN, MAX, AVG = range(5)
+_OPS = {"sum": SUM, "prod": PROD, "min": MIN, "max": MAX, "avg": AVG}
+
+# gcoll_dtype_t, by NumPy type name (bfloat16 from ml_dtypes, if used)
+_DTYPES = {"int8": 0, "uint8": 1, "int32": 2, "uint32": 3, "int64": 4, "uint64": 5,
+           "float16": 6, "bfloat16": 7, "float32": 8, "float64": 9}
+
+# gcoll_status_t names, for messages
+_STATUS = ["GCOLL_SUCCESS", "GCOLL_ERR_INVALID_ARG", "GCOLL_ERR_NO_MEMORY",
+           "GCOLL_ERR_NOT_SUPPORTED", "GCOLL_ERR_TRANSPORT", "GCOLL_ERR_TIMEOUT",
+           "GCOLL_ERR_MISMATCH", "GCOLL_ERR_INTERNAL"]
+
+
+class Error(RuntimeError):
+    """A libgcoll call failed: ``status`` is the gcoll_status_t value,
+    ``status_name`` its name, the message libgcoll's sentence."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.status_name = _STATUS[status] if 0 <= status < len(_STATUS) else str(status)
+        super().__init__(f"{self.status_name}: {message}")
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [("calls", ctypes.c_uint64), ("bytes_sent", ctypes.c_uint64),
+                ("bytes_sent_inter_node", ctypes.c_uint64)]
+
+
+def library_path():
+    """Where libgcoll is loaded from (see the module text)."""
+    if os.environ.get("GCOLL_LIBRARY"):
+        return os.environ["GCOLL_LIBRARY"]
+    try:
+        from . import _build   # written by `make install`
+        path = os.path.join(_build.LIBDIR, "libgcoll.so.0")
+        if os.path.exists(path):
+            return path
+    except ImportError:
+        pass
+    return "libgcoll.so.0"
+
+
+def _load():
+    lib = ctypes.CDLL(library_path())
+    # MPI_Comm is a pointer in Open MPI and an int in MPICH
+    comm_t = ctypes.c_void_p if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_void_p) \
+        else ctypes.c_int
+    vp, sz, i, st = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int
+    sigs = {
+        "gcoll_comm_create": (st, [comm_t, ctypes.POINTER(vp)]),
+        "gcoll_comm_destroy": (st, [vp]),
+        "gcoll_comm_rank": (st, [vp, ctypes.POINTER(i)]),
+        "gcoll_comm_size": (st, [vp, ctypes.POINTER(i)]),
+        "gcoll_comm_get_stats": (st, [vp, ctypes.POINTER(_Stats)]),
+        "gcoll_allreduce": (st, [vp, vp, sz, i, i, vp]),
+        "gcoll_bcast": (st, [vp, sz, i, i, vp]),
+        "gcoll_reduce": (st, [vp, vp, sz, i, i, i, vp]),
+        "gcoll_allgather": (st, [vp, vp, sz, i, vp]),
+        "gcoll_reduce_scatter": (st, [vp, vp, sz, i, i, vp]),
+        "gcoll_alltoall": (st, [vp, vp, sz, i, vp]),
+        "gcoll_barrier": (st, [vp]),
+        "gcoll_last_error": (ctypes.c_char_p, []),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib, comm_t
+
+
+_lib = None
+
+
+def _libgcoll():
+    global _lib
+    if _lib is None:
+        _lib = _load()
+    return _lib[0]
+
+
+def _check(status):
+    if status != 0:
+        raise Error(status, (_libgcoll().gcoll_last_error() or b"").decode(errors="replace"))
+
+
+class _Buf:
+    """Pointer, element count and gcoll dtype of one contiguous array."""
+
+    def __init__(self, obj, what, writable):
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            if cai.get("strides") not in (None, ()) and \
+                    not _c_contiguous(cai["shape"], cai["strides"], np.dtype(cai["typestr"])):
+                raise ValueError(f"{what} must be C-contiguous")
+            if writable and cai["data"][1]:
+                raise ValueError(f"{what} is read-only")
+            self.ptr, self.dtype = cai["data"][0], np.dtype(cai["typestr"])
+            self.size, self.device = int(np.prod(cai["shape"], dtype=np.int64)), True
+        elif isinstance(obj, np.ndarray):
+            if not obj.flags.c_contiguous:
+                raise ValueError(f"{what} must be C-contiguous (use np.ascontiguousarray)")
+            if writable and not obj.flags.writeable:
+                raise ValueError(f"{what} is read-only")
+            self.ptr, self.dtype = obj.ctypes.data, obj.dtype
+            self.size, self.device = obj.size, False
+        else:
+            raise TypeError(f"{what} must be a NumPy array or have __cuda_array_interface__, "
+                            f"not {type(obj).__name__}")
+        if self.dtype.name not in _DTYPES:
+            raise TypeError(f"{what} has dtype {self.dtype}, which libgcoll does not reduce or "
+                            f"move; use one of {', '.join(_DTYPES)}")
+        self.gdtype = _DTYPES[self.dtype.name]
+        self.obj = obj
+
+
+def _c_contiguous(shape, strides, dtype):
+    expect = dtype.itemsize
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def _op(op):
+    if isinstance(op, str):
+        if op.lower() not in _OPS:
+            raise ValueError(f"unknown op {op!r}; use one of {', '.join(_OPS)}")
+        return _OPS[op.lower()]
+    if op not in range(5):
+        raise ValueError(f"unknown op {op!r}; use gcoll.SUM, PROD, MIN, MAX or AVG")
+    return op
+
+
+class Comm:
+    """libgcoll's communicator over an mpi4py communicator (collective)."""
+
+    def __init__(self, mpi_comm=MPI.COMM_WORLD):
+        lib = _libgcoll()
+        comm_t = _lib[1]
+        self._h = ctypes.c_void_p()
+        _check(lib.gcoll_comm_create(comm_t(MPI._handleof(mpi_comm)), ctypes.byref(self._h)))
+        r, s = ctypes.c_int(), ctypes.c_int()
+        _check(lib.gcoll_comm_rank(self._h, ctypes.byref(r)))
+        _check(lib.gcoll_comm_size(self._h, ctypes.byref(s)))
+        self.rank, self.size = r.value, s.value
+
+    # -- life ---------------------------------------------------------------
+    def close(self):
+        """Destroy the communicator (collective).  Idempotent."""
+        if self._h:
+            h, self._h = self._h, None
+            _check(_libgcoll().gcoll_comm_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            warnings.warn("gcoll.Comm never closed: closing is collective, so it is left to "
+                          "process exit", ResourceWarning, stacklevel=2)
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("this gcoll.Comm is closed")
+        return self._h
+
+    def stats(self):
+        """This rank's counters: calls, bytes_sent, bytes_sent_inter_node."""
+        s = _Stats()
+        _check(_libgcoll().gcoll_comm_get_stats(self._handle(), ctypes.byref(s)))
+        return {name: getattr(s, name) for name, _ in _Stats._fields_}
+
+    # -- helpers ------------------------------------------------------------
+    def _pair(self, sendbuf, recvbuf, recv_size, alloc_ok=True):
+        """Check sendbuf and recvbuf (allocated when None) for one call."""
+        s = _Buf(sendbuf, "sendbuf", False)
+        if recvbuf is None:
+            if s.device or not alloc_ok:
+                raise ValueError("recvbuf is required for device buffers")
+            recvbuf = np.empty(recv_size, dtype=s.dtype)
+        r = _Buf(recvbuf, "recvbuf", True)
+        if r.dtype != s.dtype:
+            raise TypeError(f"recvbuf has dtype {r.dtype}, sendbuf {s.dtype}")
+        if r.size != recv_size:
+            raise ValueError(f"recvbuf has {r.size} elements, this call needs {recv_size}")
+        return s, r, recvbuf
+
+    def _root(self, root):
+        if not isinstance(root, (int, np.integer)):
+            raise TypeError(f"root must be an int, not {type(root).__name__}")
+        return int(root)
+
+    # -- collectives --------------------------------------------------------
+    def allreduce(self, sendbuf, recvbuf=None, op=SUM):
+        """recvbuf = op over ranks of sendbuf; in place on sendbuf when
+        recvbuf is None.  Returns the result array."""
+        h, op = self._handle(), _op(op)
+        if recvbuf is None:
+            recvbuf = sendbuf
+        s, r, recvbuf = self._pair(sendbuf, recvbuf, _Buf(sendbuf, "sendbuf", False).size)
+        _check(_libgcoll().gcoll_allreduce(s.ptr, r.ptr, s.size, s.gdtype, op, h))
+        return recvbuf
+
+    def bcast(self, buf, root=0):
+        """buf on root to buf on every rank.  Returns buf."""
+        h, b = self._handle(), _Buf(buf, "buf", True)
+        _check(_libgcoll().gcoll_bcast(b.ptr, b.size, b.gdtype, self._root(root), h))
+        return buf
+
+    def reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
+        """op over ranks of sendbuf into recvbuf on root (in place on
+        sendbuf when recvbuf is None); returns it on root, None elsewhere."""
+        h, op, root = self._handle(), _op(op), self._root(root)
+        s = _Buf(sendbuf, "sendbuf", False)
+        if self.rank != root:
+            _check(_libgcoll().gcoll_reduce(s.ptr, None, s.size, s.gdtype, op, root, h))
+            return None
+        s, r, recvbuf = self._pair(sendbuf, sendbuf if recvbuf is None else recvbuf, s.size)
+        _check(_libgcoll().gcoll_reduce(s.ptr, r.ptr, s.size, s.gdtype, op, root, h))
+        return recvbuf
+
+    def allgather(self, sendbuf, recvbuf=None):
+        """Every rank's sendbuf, in rank order, in recvbuf (size x sendbuf's
+        elements; allocated when None).  Returns recvbuf."""
+        h, n = self._handle(), _Buf(sendbuf, "sendbuf", False).size
+        s, r, recvbuf = self._pair(sendbuf, recvbuf, n * self.size)
+        _check(_libgcoll().gcoll_allgather(s.ptr, r.ptr, n, s.gdtype, h))
+        return recvbuf
+
+    def reduce_scatter(self, sendbuf, recvbuf=None, op=SUM):
+        """Block `rank` of op over ranks of sendbuf (size equal blocks) in
+        recvbuf (allocated when None).  Returns recvbuf."""
+        h, op, n = self._handle(), _op(op), _Buf(sendbuf, "sendbuf", False).size
+        if n % self.size:
+            raise ValueError(f"sendbuf has {n} elements, not a multiple of {self.size} ranks")
+        s, r, recvbuf = self._pair(sendbuf, recvbuf, n // self.size)
+        _check(_libgcoll().gcoll_reduce_scatter(s.ptr, r.ptr, n // self.size, s.gdtype, op, h))
+        return recvbuf
+
+    def alltoall(self, sendbuf, recvbuf=None):
+        """Block j of sendbuf to rank j; block i of recvbuf from rank i
+        (size equal blocks; recvbuf allocated when None).  Returns recvbuf."""
+        h, n = self._handle(), _Buf(sendbuf, "sendbuf", False).size
+        if n % self.size:
+            raise ValueError(f"sendbuf has {n} elements, not a multiple of {self.size} ranks")
+        s, r, recvbuf = self._pair(sendbuf, recvbuf, n)
+        _check(_libgcoll().gcoll_alltoall(s.ptr, r.ptr, n // self.size, s.gdtype, h))
+        return recvbuf
+
+    def barrier(self):
+        """Return once every rank has entered."""
+        _check(_libgcoll().gcoll_barrier(self._handle()))

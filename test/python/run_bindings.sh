@@ -1,0 +1,41 @@
+#!/bin/bash
+# The Python binding (bindings/python/gcoll) under mpirun at 1, 2, 3 and 4
+# ranks, and 4 ranks as 2 simulated nodes: test_bindings.py compares every
+# collective with mpi4py's MPI and a serial reference.  Uses the libgcoll of
+# this build tree.  SKIP (77) without mpirun, or without a Python that has
+# numpy and mpi4py (Debian: python3-numpy python3-mpi4py).
+MPIRUN=${MPIRUN:-mpirun}
+srcdir=${srcdir:-.}
+command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
+lib=$(pwd)/.libs/libgcoll.so
+[ -e "$lib" ] || { echo "ERROR: $lib not built"; exit 99; }
+py=
+for cand in "${PYTHON:-}" /usr/bin/python3 python3; do
+    [ -n "$cand" ] && [ "$cand" != none ] || continue
+    if "$cand" -c 'import numpy, mpi4py.MPI' >/dev/null 2>&1; then py=$cand; break; fi
+done
+[ -n "$py" ] || { echo "SKIP: no python3 with numpy and mpi4py (apt-get install python3-mpi4py)"; exit 77; }
+root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+exec 9>test/mpi/mpi-jobs.lock && flock 9
+export GCOLL_LIBRARY=$lib PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH}
+pass=0 fail=0
+run() {   # run NP [ENV=VALUE ...]
+    local np=$1; shift
+    local env=(); for e in "$@"; do env+=(-x "$e"); done
+    local out; out=$(timeout -k 10 300 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
+        -n "$np" "${env[@]}" "$py" "$srcdir/test/python/test_bindings.py" 2>&1)
+    local rc=$?
+    if [ $rc = 0 ] && grep -q "ranks: ok" <<<"$out"; then
+        echo "PASS: np=$np $* $(grep 'ranks: ok' <<<"$out")"; pass=$((pass + 1))
+    else
+        echo "FAIL: np=$np $* (exit $rc)"; tail -20 <<<"$out"; fail=$((fail + 1))
+    fi
+}
+echo "python: $py ($("$py" -c 'import numpy, mpi4py; print("numpy", numpy.__version__, "mpi4py", mpi4py.__version__)'))"
+run 1
+run 2
+run 3
+run 4
+run 4 GCOLL_NODE_SIZE=2
+echo "run_bindings.sh: $pass passed, $fail failed"
+[ $fail = 0 ]
