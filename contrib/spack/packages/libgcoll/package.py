@@ -1,0 +1,60 @@
+# Spack package for libgcoll.  Use it from this repository:
+#     spack repo add contrib/spack && spack install libgcoll +cuda cuda_arch=90
+# (the repository's repo.yaml names the namespace "gcoll").
+import os
+
+from spack.package import *
+
+
+class Libgcoll(AutotoolsPackage, CudaPackage):
+    """Hierarchical, GPU-aware collective operations (allreduce, bcast,
+    reduce, allgather, reduce_scatter, alltoall, barrier) over an existing
+    MPI communicator: shared memory inside a node, UCX between nodes."""
+
+    homepage = "https://github.com/libgcoll/libgcoll"
+    url = "https://github.com/libgcoll/libgcoll/releases/download/v0.1.0/libgcoll-0.1.0.tar.gz"
+    git = "https://github.com/libgcoll/libgcoll.git"
+
+    license("BSD-3-Clause")
+
+    version("main", branch="main")
+    # No release tarball is published yet.  `make dist` makes one
+    # (libgcoll-0.1.0.tar.gz); add version("0.1.0", sha256=...) when it is.
+
+    variant("ucx", default=True, description="UCX transport between nodes (else MPI point-to-point)")
+    variant("hwloc", default=True, description="hwloc topology: NUMA, GPU and NIC locality")
+    variant("python", default=False, description="Install the Python binding (mpi4py + NumPy)")
+
+    depends_on("c", type="build")
+    depends_on("autoconf", type="build")
+    depends_on("automake", type="build")
+    depends_on("libtool", type="build")
+    depends_on("pkgconfig", type="build")
+
+    depends_on("mpi")
+    depends_on("ucx", when="+ucx")
+    depends_on("hwloc@2:", when="+hwloc")
+
+    extends("python", when="+python")
+    depends_on("python@3.7:", when="+python", type=("build", "run"))
+    depends_on("py-numpy", when="+python", type="run")
+    depends_on("py-mpi4py", when="+python", type="run")
+
+    def autoreconf(self, spec, prefix):
+        # a release tarball (make dist) has configure; a git checkout has not
+        if not os.path.exists(self.configure_abs_path):
+            Executable("./autogen.sh")()
+
+    def setup_build_environment(self, env):
+        if self.spec.satisfies("+python"):
+            env.set("PYTHON", self.spec["python"].command.path)
+
+    def configure_args(self):
+        spec = self.spec
+        args = ["--with-mpi={0}".format(spec["mpi"].prefix)]
+        for dep in ("ucx", "hwloc", "cuda"):
+            if spec.satisfies("+" + dep):
+                args.append("--with-{0}={1}".format(dep, spec[dep].prefix))
+            else:
+                args.append("--without-" + dep)
+        return args
