@@ -36,11 +36,11 @@
  * Waiting.  A waiter spins, yields a few times, then sleeps in futex(2) on
  * the low 32 bits of the flag it waits for, counted in that line's
  * `sleepers`; a rank that signals a step wakes the line's sleepers if there
- * are any.  Flag store and
- * sleepers load (signaller) and sleepers increment and flag load (waiter)
- * are sequentially consistent, so either the waiter sees the new flag or the
- * signaller sees the sleeper; a flag that moved between the waiter's load
- * and its futex call fails the kernel's compare, so no wake-up is lost.
+ * are any.  Flag store and sleepers load (signaller) and sleepers increment
+ * and flag load (waiter) are sequentially consistent, so either the waiter
+ * sees the new flag or the signaller sees the sleeper; a flag that moved
+ * between the waiter's load and its futex call fails the kernel's compare,
+ * so no wake-up is lost.
  * A late peer costs a sleeper no CPU: with ranks sharing CPUs a yielding
  * waiter may be handed the CPU straight back, and alone on its CPU it burns
  * a core that the application's other threads could use.
