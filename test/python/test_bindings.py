@@ -118,6 +118,8 @@ def test_bad_input(comm):
     x = np.arange(64, dtype=np.float32)
     expect_raise("strided array", ValueError, lambda: comm.allreduce(x[::2]))
     expect_raise("complex dtype", TypeError, lambda: comm.allreduce(x.astype(np.complex64)))
+    swapped = ">f4" if np.dtype("<f4").isnative else "<f4"
+    expect_raise("non-native byte order", TypeError, lambda: comm.allreduce(x.astype(swapped)))
     expect_raise("a list", TypeError, lambda: comm.allreduce([1.0, 2.0]))
     expect_raise("recvbuf too small", ValueError, lambda: comm.allreduce(x, np.empty(63, np.float32)))
     expect_raise("recvbuf of another dtype", TypeError, lambda: comm.allreduce(x, np.empty(64)))
@@ -133,6 +135,13 @@ def test_bad_input(comm):
                  status="GCOLL_ERR_INVALID_ARG")
     expect_raise("negative root", gcoll.Error, lambda: comm.reduce(x, op="sum", root=-1),
                  status="GCOLL_ERR_INVALID_ARG")
+    y = data(RANK, 33, "int32")
+    if RANK == 0:
+        check("reduce in place on the root returns its buffer",
+              np.array([comm.reduce(y, root=0) is y]), np.array([True]))
+        check("reduce in place on the root", y, reference(33, "int32", "sum"))
+    else:
+        comm.reduce(y, root=0)
     check("the communicator works after the errors", comm.allreduce(data(RANK, 9, "int32")),
           reference(9, "int32", "sum"))
 

@@ -142,6 +142,9 @@ class _Buf:
         else:
             raise TypeError(f"{what} must be a NumPy array or have __cuda_array_interface__, "
                             f"not {type(obj).__name__}")
+        if not self.dtype.isnative:
+            raise TypeError(f"{what} has non-native byte order ({self.dtype.str}); "
+                            f"use .astype({self.dtype.name!r})")
         if self.dtype.name not in _DTYPES:
             raise TypeError(f"{what} has dtype {self.dtype}, which libgcoll does not reduce or "
                             f"move; use one of {', '.join(_DTYPES)}")
@@ -236,7 +239,9 @@ class Comm:
         recvbuf is None.  Returns the result array."""
         h, op = self._handle(), _op(op)
         if recvbuf is None:
-            recvbuf = sendbuf
+            b = _Buf(sendbuf, "sendbuf (reduced in place)", True)
+            _check(_libgcoll().gcoll_allreduce(b.ptr, b.ptr, b.size, b.gdtype, op, h))
+            return sendbuf
         s, r, recvbuf = self._pair(sendbuf, recvbuf, _Buf(sendbuf, "sendbuf", False).size)
         _check(_libgcoll().gcoll_allreduce(s.ptr, r.ptr, s.size, s.gdtype, op, h))
         return recvbuf
@@ -255,7 +260,11 @@ class Comm:
         if self.rank != root:
             _check(_libgcoll().gcoll_reduce(s.ptr, None, s.size, s.gdtype, op, root, h))
             return None
-        s, r, recvbuf = self._pair(sendbuf, sendbuf if recvbuf is None else recvbuf, s.size)
+        if recvbuf is None:
+            b = _Buf(sendbuf, "sendbuf (reduced in place on the root)", True)
+            _check(_libgcoll().gcoll_reduce(b.ptr, b.ptr, b.size, b.gdtype, op, root, h))
+            return sendbuf
+        s, r, recvbuf = self._pair(sendbuf, recvbuf, s.size)
         _check(_libgcoll().gcoll_reduce(s.ptr, r.ptr, s.size, s.gdtype, op, root, h))
         return recvbuf
 
