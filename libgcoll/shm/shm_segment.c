@@ -286,8 +286,8 @@ static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, do
         }
         shm_sleep(line, seen);
     }
+    /* the seq_cst load that saw the flag also acquired the owner's data */
     atomic_fetch_sub_explicit(&line->sleepers, 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);   /* pairs with the owner's store */
     return st;
 }
 
@@ -295,10 +295,9 @@ gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
 {
     double start = gcoll_config.timeout > 0 ? shm_now() : 0;
     for (int j = 0; j < shm->size; j++) {
-        for (int y = 0; y < SHM_YIELDS && j != shm->rank && !shm_arrived(shm, j, step); y++)
-            sched_yield();
-        if (j != shm->rank && !shm_arrived(shm, j, step))
-            GCOLL_TRY(shm_wait_asleep(shm, j, step, start));
+        if (j == shm->rank) continue;
+        for (int y = 0; y < SHM_YIELDS && !shm_arrived(shm, j, step); y++) sched_yield();
+        if (!shm_arrived(shm, j, step)) GCOLL_TRY(shm_wait_asleep(shm, j, step, start));
     }
     return GCOLL_SUCCESS;
 }

@@ -268,14 +268,14 @@ static void gcoll_tl_ucx_leave(void *ctx)
 
 static gcoll_status_t gcoll_tl_ucx_progress(void *ctx)
 {
-    ucp_worker_progress(((gcoll_tl_ucx_ctx_t *)ctx)->worker);
+    gcoll_tl_ucx_poll(ctx);
     return GCOLL_SUCCESS;
 }
 
 static gcoll_status_t gcoll_tl_ucx_test(void *ctx, gcoll_tl_req_t *req)
 {
     if (!req->done) {
-        ucp_worker_progress(((gcoll_tl_ucx_ctx_t *)ctx)->worker);
+        gcoll_tl_ucx_poll(ctx);
     }
     return req->status;
 }

@@ -214,11 +214,10 @@ class Comm:
         return {name: getattr(s, name) for name, _ in _Stats._fields_}
 
     # -- helpers ------------------------------------------------------------
-    def _pair(self, sendbuf, recvbuf, recv_size, alloc_ok=True):
-        """Check sendbuf and recvbuf (allocated when None) for one call."""
-        s = _Buf(sendbuf, "sendbuf", False)
+    def _recv(self, s, recvbuf, recv_size):
+        """Check recvbuf (allocated when None) against sendbuf's _Buf s."""
         if recvbuf is None:
-            if s.device or not alloc_ok:
+            if s.device:
                 raise ValueError("recvbuf is required for device buffers")
             recvbuf = np.empty(recv_size, dtype=s.dtype)
         r = _Buf(recvbuf, "recvbuf", True)
@@ -226,7 +225,14 @@ class Comm:
             raise TypeError(f"recvbuf has dtype {r.dtype}, sendbuf {s.dtype}")
         if r.size != recv_size:
             raise ValueError(f"recvbuf has {r.size} elements, this call needs {recv_size}")
-        return s, r, recvbuf
+        return r, recvbuf
+
+    def _block(self, s):
+        """Elements per rank of a sendbuf cut into size equal blocks."""
+        if s.size % self.size:
+            raise ValueError(f"sendbuf has {s.size} elements, not a multiple of "
+                             f"{self.size} ranks")
+        return s.size // self.size
 
     def _root(self, root):
         if not isinstance(root, (int, np.integer)):
@@ -242,7 +248,8 @@ class Comm:
             b = _Buf(sendbuf, "sendbuf (reduced in place)", True)
             _check(_libgcoll().gcoll_allreduce(b.ptr, b.ptr, b.size, b.gdtype, op, h))
             return sendbuf
-        s, r, recvbuf = self._pair(sendbuf, recvbuf, _Buf(sendbuf, "sendbuf", False).size)
+        s = _Buf(sendbuf, "sendbuf", False)
+        r, recvbuf = self._recv(s, recvbuf, s.size)
         _check(_libgcoll().gcoll_allreduce(s.ptr, r.ptr, s.size, s.gdtype, op, h))
         return recvbuf
 
@@ -256,44 +263,40 @@ class Comm:
         """op over ranks of sendbuf into recvbuf on root (in place on
         sendbuf when recvbuf is None); returns it on root, None elsewhere."""
         h, op, root = self._handle(), _op(op), self._root(root)
-        s = _Buf(sendbuf, "sendbuf", False)
-        if self.rank != root:
-            _check(_libgcoll().gcoll_reduce(s.ptr, None, s.size, s.gdtype, op, root, h))
-            return None
-        if recvbuf is None:
+        if self.rank == root and recvbuf is None:
             b = _Buf(sendbuf, "sendbuf (reduced in place on the root)", True)
             _check(_libgcoll().gcoll_reduce(b.ptr, b.ptr, b.size, b.gdtype, op, root, h))
             return sendbuf
-        s, r, recvbuf = self._pair(sendbuf, recvbuf, s.size)
-        _check(_libgcoll().gcoll_reduce(s.ptr, r.ptr, s.size, s.gdtype, op, root, h))
-        return recvbuf
+        s = _Buf(sendbuf, "sendbuf", False)
+        r = self._recv(s, recvbuf, s.size)[0] if self.rank == root else None
+        _check(_libgcoll().gcoll_reduce(s.ptr, r.ptr if r else None, s.size, s.gdtype, op,
+                                        root, h))
+        return recvbuf if self.rank == root else None
 
     def allgather(self, sendbuf, recvbuf=None):
         """Every rank's sendbuf, in rank order, in recvbuf (size x sendbuf's
         elements; allocated when None).  Returns recvbuf."""
-        h, n = self._handle(), _Buf(sendbuf, "sendbuf", False).size
-        s, r, recvbuf = self._pair(sendbuf, recvbuf, n * self.size)
-        _check(_libgcoll().gcoll_allgather(s.ptr, r.ptr, n, s.gdtype, h))
+        h, s = self._handle(), _Buf(sendbuf, "sendbuf", False)
+        r, recvbuf = self._recv(s, recvbuf, s.size * self.size)
+        _check(_libgcoll().gcoll_allgather(s.ptr, r.ptr, s.size, s.gdtype, h))
         return recvbuf
 
     def reduce_scatter(self, sendbuf, recvbuf=None, op=SUM):
         """Block `rank` of op over ranks of sendbuf (size equal blocks) in
         recvbuf (allocated when None).  Returns recvbuf."""
-        h, op, n = self._handle(), _op(op), _Buf(sendbuf, "sendbuf", False).size
-        if n % self.size:
-            raise ValueError(f"sendbuf has {n} elements, not a multiple of {self.size} ranks")
-        s, r, recvbuf = self._pair(sendbuf, recvbuf, n // self.size)
-        _check(_libgcoll().gcoll_reduce_scatter(s.ptr, r.ptr, n // self.size, s.gdtype, op, h))
+        h, op, s = self._handle(), _op(op), _Buf(sendbuf, "sendbuf", False)
+        n = self._block(s)
+        r, recvbuf = self._recv(s, recvbuf, n)
+        _check(_libgcoll().gcoll_reduce_scatter(s.ptr, r.ptr, n, s.gdtype, op, h))
         return recvbuf
 
     def alltoall(self, sendbuf, recvbuf=None):
         """Block j of sendbuf to rank j; block i of recvbuf from rank i
         (size equal blocks; recvbuf allocated when None).  Returns recvbuf."""
-        h, n = self._handle(), _Buf(sendbuf, "sendbuf", False).size
-        if n % self.size:
-            raise ValueError(f"sendbuf has {n} elements, not a multiple of {self.size} ranks")
-        s, r, recvbuf = self._pair(sendbuf, recvbuf, n)
-        _check(_libgcoll().gcoll_alltoall(s.ptr, r.ptr, n // self.size, s.gdtype, h))
+        h, s = self._handle(), _Buf(sendbuf, "sendbuf", False)
+        n = self._block(s)
+        r, recvbuf = self._recv(s, recvbuf, s.size)
+        _check(_libgcoll().gcoll_alltoall(s.ptr, r.ptr, n, s.gdtype, h))
         return recvbuf
 
     def barrier(self):
