@@ -232,6 +232,82 @@ gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
 gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
 /**@}*/
 
+/**
+ * @name Gradient compression
+ *
+ * A compressed allreduce for data-parallel training: the sum (or average) of
+ * a float32 gradient over all ranks, with the traffic *between nodes*
+ * compressed.  Within a node the reduction is exact (float32, shared
+ * memory); each rank then compresses its share of the node's sum, the
+ * shares cross the network compressed, and every rank ends with the same
+ * (bitwise) approximate result.  On one node nothing is compressed.
+ *
+ * Error feedback: what compression dropped from a share in one call is
+ * added to that share in the next call (residual e, kept per compressor:
+ * x = g + e; send C(x); e = x - C(x)), so over many steps nothing is lost:
+ * the sum of the outputs of T calls differs from the sum of the exact
+ * results by the residuals left after call T, which stay bounded.  One
+ * compressor therefore belongs to one tensor (one gradient bucket) and one
+ * communicator, and is used once per training step.
+ *
+ * | codec | on the wire per element | inter-node exchange |
+ * | --- | --- | --- |
+ * | BF16 | 2 bytes | allreduce in bfloat16 (float32 accumulation per step) |
+ * | TOPK | 8 bytes per kept element (index, value) | allgather of the kept pairs |
+ * | ONEBIT | 1 bit, plus one float scale per block | allgather of signs and scales |
+ *
+ * TOPK and ONEBIT gather every node's payload, so their traffic grows with
+ * the number of nodes N: TOPK sends less than BF16 while (N-1) * ratio *
+ * 8 < 2 * 2, ONEBIT while N is below about 64 (docs/design.md).
+ */
+/**@{*/
+typedef enum {
+    GCOLL_COMPRESS_NONE = 0, /**< exact float32 allreduce (the plain algorithms) */
+    GCOLL_COMPRESS_BF16,     /**< round to bfloat16, nearest-even */
+    GCOLL_COMPRESS_TOPK,     /**< keep the ceil(ratio * n) largest magnitudes; ties to lower index */
+    GCOLL_COMPRESS_ONEBIT,   /**< sign per element, mean magnitude per block as its scale */
+    GCOLL_COMPRESS_COUNT     /**< number of codecs, not a codec */
+} gcoll_compress_t;
+
+/** Parameters of a compressor; zero-initialise, set kind, keep the defaults. */
+typedef struct {
+    gcoll_compress_t kind;
+    double topk_ratio;     /**< TOPK: fraction kept, in (0, 1]; 0 means 0.01 */
+    size_t onebit_block;   /**< ONEBIT: elements per scale; 0 means 2048 */
+    int    no_error_feedback; /**< 1: drop the residual instead of carrying it */
+} gcoll_compress_params_t;
+
+/** Opaque compressor: codec, residuals and sub-communicators of one tensor. */
+typedef struct gcoll_compressor *gcoll_compressor_t;
+
+/**
+ * Create a compressor for tensors of @p count float32 elements on @p comm.
+ * Collective over @p comm (it builds node and rail sub-communicators).
+ * @return GCOLL_ERR_INVALID_ARG for an unknown kind, a ratio outside (0, 1]
+ *         or NULL pointers; GCOLL_ERR_NO_MEMORY.
+ */
+gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
+                                       const gcoll_compress_params_t *params,
+                                       gcoll_compressor_t *compressor);
+/** Free a compressor.  Collective over its communicator.  NULL is ignored. */
+gcoll_status_t gcoll_compressor_destroy(gcoll_compressor_t compressor);
+/** Zero the error-feedback residuals (e.g. when the model is reloaded). */
+gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor);
+/**
+ * recvbuf = sum (GCOLL_SUM) or mean (GCOLL_AVG) over ranks of sendbuf,
+ * compressed between nodes as @p compressor says.  Collective over the
+ * compressor's communicator.  @p count must be the compressor's; @p dtype
+ * GCOLL_FLOAT32; host buffers (CUDA buffers: GCOLL_ERR_NOT_SUPPORTED for
+ * now).  In place when sendbuf == recvbuf.  Counts as one call in
+ * gcoll_comm_get_stats(), with its bytes.
+ */
+gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                          gcoll_dtype_t dtype, gcoll_op_t op,
+                                          gcoll_compressor_t compressor);
+/** Name of a codec ("topk"), or "unknown". */
+const char *gcoll_compress_name(gcoll_compress_t kind);
+/**@}*/
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,46 +1,21 @@
 /* Communicator life: duplicate the MPI communicator, read the configuration,
  * find the node structure, connect the transport; and the registry of live
- * communicators that lets every call reject a destroyed handle cleanly. */
-#include <pthread.h>
+ * communicators (core/live.h) that lets every call reject a destroyed handle. */
 #include <stdlib.h>
 #include <string.h>
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/comm.h"
 #include "core/config.h"
+#include "core/live.h"
 #include "core/log.h"
 #include "core/select.h"
 #include "core/status.h"
 #include "shm/shm.h"
 
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gcoll_comm *live_head;
-
-static void live_add(struct gcoll_comm *c)
-{
-    pthread_mutex_lock(&live_lock);
-    c->next_live = live_head;
-    live_head    = c;
-    pthread_mutex_unlock(&live_lock);
-}
-
-static void live_remove(struct gcoll_comm *c)
-{
-    pthread_mutex_lock(&live_lock);
-    for (struct gcoll_comm **p = &live_head; *p; p = &(*p)->next_live)
-        if (*p == c) { *p = c->next_live; break; }
-    pthread_mutex_unlock(&live_lock);
-}
-
-/* Few communicators exist at once, so a list walk per call is cheap; the
- * point is that a stale handle is reported, never dereferenced. */
 gcoll_status_t gcoll_comm_check(gcoll_comm_t comm)
 {
     if (!comm) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "the communicator is NULL");
-    int found = 0;
-    pthread_mutex_lock(&live_lock);
-    for (struct gcoll_comm *c = live_head; c && !found; c = c->next_live) found = (c == comm);
-    pthread_mutex_unlock(&live_lock);
-    if (!found)
+    if (!gcoll_live_has(comm))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
                            "the communicator %p was destroyed or never created", (void *)comm);
     return GCOLL_SUCCESS;
@@ -100,7 +75,23 @@ static gcoll_status_t shm_init(struct gcoll_comm *c)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t topo_init(struct gcoll_comm *c)
+/* node_of[r] of a sub-communicator: each rank stays on the node the parent
+ * put it on (GCOLL_NODE_SIZE counts the parent's ranks, not ours). */
+static gcoll_status_t topo_parent_nodes(struct gcoll_comm *c, const struct gcoll_comm *parent,
+                                        int *leader_of)
+{
+    int *pnode = malloc(sizeof(int) * (size_t)c->size);
+    if (!pnode) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a node map");
+    MPI_Allgather(&parent->node, 1, MPI_INT, pnode, 1, MPI_INT, c->mpi_comm);
+    for (int r = 0; r < c->size; r++) {   /* our first rank on the same parent node */
+        leader_of[r] = 0;
+        while (pnode[leader_of[r]] != pnode[r]) leader_of[r]++;
+    }
+    free(pnode);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *parent)
 {
     int *leader_of = malloc(sizeof(int) * (size_t)c->size);
     c->node_of     = malloc(sizeof(int) * (size_t)c->size);
@@ -109,7 +100,9 @@ static gcoll_status_t topo_init(struct gcoll_comm *c)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the node map of %d ranks", c->size);
     }
     gcoll_status_t st = GCOLL_SUCCESS;
-    if (gcoll_config.node_size > 0)
+    if (parent)
+        st = topo_parent_nodes(c, parent, leader_of);
+    else if (gcoll_config.node_size > 0)
         for (int r = 0; r < c->size; r++) leader_of[r] = r - r % gcoll_config.node_size;
     else
         st = topo_real_nodes(c, leader_of);
@@ -204,10 +197,9 @@ static gcoll_status_t check_create_args(MPI_Comm mpi_comm, gcoll_comm_t *comm)
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
+static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *parent,
+                                  gcoll_comm_t *comm)
 {
-    gcoll_error_clear();
-    GCOLL_TRY(check_create_args(mpi_comm, comm));
     *comm = NULL;
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -238,14 +230,17 @@ gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
     MPI_Comm_set_errhandler(c->mpi_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->mpi_comm, &c->rank);
     MPI_Comm_size(c->mpi_comm, &c->size);
-    if ((st = topo_init(c)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = topo_init(c, parent)) != GCOLL_SUCCESS) goto err_free;
     if ((st = shm_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
     gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",
                c->size, c->nnodes, c->local_size, c->local_rank,
                gcoll_config.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
-    live_add(c);
+    if (gcoll_live_add(c) != GCOLL_SUCCESS) {
+        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the communicator");
+        goto err_free;
+    }
     *comm = c;
     return GCOLL_SUCCESS;
 
@@ -254,11 +249,29 @@ err_free:
     return st;
 }
 
+gcoll_status_t gcoll_comm_create(MPI_Comm mpi_comm, gcoll_comm_t *comm)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(check_create_args(mpi_comm, comm));
+    return comm_create(mpi_comm, NULL, comm);
+}
+
+gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gcoll_comm_t *sub)
+{
+    MPI_Comm split;
+    GCOLL_TRY(gcoll_comm_check(parent));
+    if (MPI_Comm_split(parent->mpi_comm, color, key, &split) != MPI_SUCCESS)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split for a sub-communicator failed");
+    gcoll_status_t st = comm_create(split, parent, sub);
+    MPI_Comm_free(&split);
+    return st;
+}
+
 gcoll_status_t gcoll_comm_destroy(gcoll_comm_t comm)
 {
     gcoll_error_clear();
     GCOLL_TRY(gcoll_comm_check(comm));
-    live_remove(comm);
+    gcoll_live_remove(comm);
     comm_free(comm);
     return GCOLL_SUCCESS;
 }

@@ -46,12 +46,17 @@ struct gcoll_comm {
     const struct gcoll_tune_table *tune;  /* table in force: shared, immutable (select.c) */
 
     gcoll_stats_t         stats;
-    struct gcoll_comm    *next_live;    /* registry of live communicators */
 };
 
 /* GCOLL_SUCCESS if comm is a live communicator, else GCOLL_ERR_INVALID_ARG
  * with a sentence (NULL, destroyed, or not a gcoll communicator). */
 gcoll_status_t gcoll_comm_check(gcoll_comm_t comm);
+
+/* The ranks of parent that pass the same color, ordered by key (as
+ * MPI_Comm_split), as a communicator of their own that keeps the parent's
+ * node map.  Collective over parent.  For composite operations (the
+ * compressed allreduce's node and rail levels). */
+gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gcoll_comm_t *sub);
 
 /* Scratch of at least bytes, kept in the communicator. */
 gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch);

@@ -1,0 +1,262 @@
+/* The compressor and the compressed allreduce.
+ *
+ * Three levels, each one call on a sub-communicator that keeps the parent's
+ * node map (gcoll_comm_create_sub), so each level gets libgcoll's own
+ * algorithm selection (shared memory in the node, UCX across):
+ *
+ *   1. node:  exact float32 reduce-scatter of the (zero-padded) tensor:
+ *             local rank l holds block l of its node's sum (its share);
+ *   2. rail:  the ranks with local index l on every node (one per node)
+ *             combine their shares compressed: x = share + residual,
+ *             payload = C(x), residual = x - decode(payload);
+ *             BF16: allreduce of the payloads in bfloat16;
+ *             TOPK, ONEBIT: allgather of the payloads, decoded and summed
+ *             in rail (node) order, so every rank gets bitwise the same;
+ *   3. node:  exact allgather of the shares.
+ *
+ * Only level 2 crosses nodes, so only inter-node traffic is compressed.  On
+ * one node there is nothing to compress: a plain allreduce.  When nodes
+ * hold different numbers of ranks the shares of different nodes would not
+ * line up; every rank is then its own "node" (level 1 and 3 vanish, the
+ * rail is the whole communicator): still correct, with intra-node traffic
+ * compressed as well.  Residuals belong to the share, so a compressor is
+ * tied to one tensor, one communicator and this partition. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compress/codec.h"
+#include "core/comm.h"
+#include "core/live.h"
+#include "core/log.h"
+#include "core/memtype.h"
+#include "core/status.h"
+
+struct gcoll_compressor {
+    gcoll_comm_t            comm;       /* the user's communicator */
+    gcoll_compress_params_t p;
+    const gcoll_codec_t    *codec;      /* NULL: exact allreduce */
+    size_t                  count;
+    gcoll_comm_t            node, rail; /* levels 1/3 and 2; node NULL when L == 1 */
+    int                     L, l;       /* ranks per share group, my index in it */
+    size_t                  share;      /* elements per share: ceil(count / L) */
+    size_t                  stride;     /* bytes per payload slot, multiple of 8 */
+    float                  *work;       /* L * share: the padded tensor */
+    float                  *resid;      /* share: error feedback (NULL: none) */
+    unsigned char          *payload;    /* rail size * stride */
+};
+
+static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static gcoll_status_t compressor_check(gcoll_compressor_t c, const char *fn)
+{
+    if (!c) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: the compressor is NULL", fn);
+    if (!gcoll_live_has(c))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: the compressor %p was destroyed or never "
+                           "created", fn, (void *)c);
+    return GCOLL_SUCCESS;
+}
+
+static void compressor_free(gcoll_compressor_t c)
+{
+    if (c->node) gcoll_comm_destroy(c->node);
+    if (c->rail) gcoll_comm_destroy(c->rail);
+    free(c->work);
+    free(c->resid);
+    free(c->payload);
+    free(c);
+}
+
+/* Levels and buffers.  Every rank takes the same branch: nnodes and
+ * nodes_uniform are the same everywhere. */
+static gcoll_status_t compressor_build(gcoll_compressor_t c)
+{
+    gcoll_comm_t comm = c->comm;
+    if (!c->codec || comm->nnodes == 1) {
+        c->codec = NULL;   /* nothing crosses a node: exact */
+        return GCOLL_SUCCESS;
+    }
+    int hier = comm->nodes_uniform && comm->local_size > 1;
+    c->L = hier ? comm->local_size : 1;
+    c->l = hier ? comm->local_rank : 0;
+    if (hier) GCOLL_TRY(gcoll_comm_create_sub(comm, comm->node, comm->rank, &c->node));
+    GCOLL_TRY(gcoll_comm_create_sub(comm, c->l, comm->rank, &c->rail));
+    if (!hier)
+        gcoll_info("compressed allreduce: nodes of unequal size, every rank compresses its "
+                   "whole tensor");
+    c->share = ceil_div(c->count, (size_t)c->L);
+    if (c->share > UINT32_MAX)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "gcoll_compressor_create: a share of %zu "
+                           "elements exceeds the codecs' 32-bit indices", c->share);
+    c->stride = ceil_div(c->codec->payload_bytes(&c->p, c->share), 8) * 8;
+    c->work = calloc((size_t)c->L * c->share + 1, sizeof(float));
+    c->resid = c->p.no_error_feedback ? NULL : calloc(c->share + 1, sizeof(float));
+    c->payload = malloc((size_t)c->rail->size * c->stride + 8);
+    if (!c->work || (!c->resid && !c->p.no_error_feedback) || !c->payload)
+        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create: no memory for a "
+                           "tensor of %zu elements", c->count);
+    gcoll_info("compressed allreduce (%s): %zu elements, shares of %zu on rails of %d, "
+               "%zu payload bytes per share", c->codec->name, c->count, c->share, c->rail->size,
+               c->stride);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
+                                       const gcoll_compress_params_t *params,
+                                       gcoll_compressor_t *compressor)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(gcoll_comm_check(comm));
+    if (!params || !compressor)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_create: %s is NULL",
+                           params ? "compressor" : "params");
+    *compressor = NULL;
+    gcoll_compressor_t c = calloc(1, sizeof(*c));
+    if (!c) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a compressor");
+    c->comm = comm;
+    c->count = count;
+    gcoll_status_t st = gcoll_codec_params(params, &c->p);
+    if (st == GCOLL_SUCCESS) {
+        c->codec = gcoll_codec_find(c->p.kind);
+        st = compressor_build(c);
+    }
+    /* a failure on one rank (memory) must not leave the others holding a
+     * compressor whose collectives would hang */
+    int bad = st != GCOLL_SUCCESS, any_bad = 0;
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
+    if (!any_bad && gcoll_live_add(c) != GCOLL_SUCCESS)
+        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the compressor");
+    if (any_bad || st != GCOLL_SUCCESS) {
+        compressor_free(c);
+        return st != GCOLL_SUCCESS ? st
+               : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create failed on another rank");
+    }
+    *compressor = c;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_compressor_destroy(gcoll_compressor_t compressor)
+{
+    gcoll_error_clear();
+    if (!compressor) return GCOLL_SUCCESS;
+    GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_destroy"));
+    gcoll_live_remove(compressor);
+    compressor_free(compressor);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_reset"));
+    if (compressor->resid) memset(compressor->resid, 0, compressor->share * sizeof(float));
+    return GCOLL_SUCCESS;
+}
+
+/* ---- the allreduce -------------------------------------------------------- */
+
+/* x += residual; payload = C(x); residual = x - decode(payload). */
+static void encode_share(gcoll_compressor_t c, float *x, void *payload)
+{
+    size_t n = c->share;
+    if (c->resid)
+        for (size_t i = 0; i < n; i++) x[i] += c->resid[i];
+    c->codec->encode(&c->p, x, n, payload);
+    if (!c->resid) return;
+    memset(c->resid, 0, n * sizeof(float));
+    c->codec->accumulate(&c->p, payload, n, c->resid);   /* resid = decoded */
+    for (size_t i = 0; i < n; i++) c->resid[i] = x[i] - c->resid[i];
+}
+
+/* Level 2: the share x of every node, combined compressed, into x. */
+static gcoll_status_t rail_combine(gcoll_compressor_t c, float *x)
+{
+    size_t n = c->share;
+    unsigned char *mine = c->payload + (size_t)c->rail->rank * c->stride;
+    encode_share(c, x, mine);
+    memset(x, 0, n * sizeof(float));
+    if (c->codec->kind == GCOLL_COMPRESS_BF16) {
+        GCOLL_TRY(gcoll_allreduce(mine, mine, n, GCOLL_BFLOAT16, GCOLL_SUM, c->rail));
+        c->codec->accumulate(&c->p, mine, n, x);
+        return GCOLL_SUCCESS;
+    }
+    GCOLL_TRY(gcoll_allgather(mine, c->payload, c->stride, GCOLL_UINT8, c->rail));
+    for (int k = 0; k < c->rail->size; k++)
+        c->codec->accumulate(&c->p, c->payload + (size_t)k * c->stride, n, x);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t compressed_levels(gcoll_compressor_t c, const float *src)
+{
+    size_t n = c->share, padded = (size_t)c->L * n;
+    float *x = c->work + (size_t)c->l * n;
+    memcpy(c->work, src, c->count * sizeof(float));   /* src may be dst: copy first */
+    memset(c->work + c->count, 0, (padded - c->count) * sizeof(float));
+    if (c->node) GCOLL_TRY(gcoll_reduce_scatter(c->work, x, n, GCOLL_FLOAT32, GCOLL_SUM, c->node));
+    GCOLL_TRY(rail_combine(c, x));
+    if (c->node) GCOLL_TRY(gcoll_allgather(x, c->work, n, GCOLL_FLOAT32, c->node));
+    return GCOLL_SUCCESS;
+}
+
+static void add_stats(gcoll_stats_t *to, const gcoll_stats_t *after, const gcoll_stats_t *before)
+{
+    to->bytes_sent += after->bytes_sent - before->bytes_sent;
+    to->bytes_sent_inter_node += after->bytes_sent_inter_node - before->bytes_sent_inter_node;
+}
+
+static gcoll_status_t check_call(gcoll_compressor_t c, const void *sendbuf, void *recvbuf,
+                                 size_t count, gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    const char *fn = "gcoll_allreduce_compressed";
+    GCOLL_TRY(compressor_check(c, fn));
+    GCOLL_TRY(gcoll_comm_check(c->comm));
+    if (count != c->count)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: count %zu, but the compressor was made "
+                           "for %zu elements", fn, count, c->count);
+    if ((unsigned)dtype >= GCOLL_DTYPE_COUNT || (unsigned)op >= GCOLL_OP_COUNT)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: unknown %s %d", fn,
+                           (unsigned)dtype >= GCOLL_DTYPE_COUNT ? "dtype" : "op",
+                           (unsigned)dtype >= GCOLL_DTYPE_COUNT ? (int)dtype : (int)op);
+    if (dtype != GCOLL_FLOAT32)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: gradients must be float32, not %s", fn,
+                           gcoll_dtype_name(dtype));
+    if (op != GCOLL_SUM && op != GCOLL_AVG)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: op must be sum or avg, not %s", fn,
+                           gcoll_op_name(op));
+    if (count && (!sendbuf || !recvbuf))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", fn,
+                           sendbuf ? "recvbuf" : "sendbuf", count);
+    if (count && (gcoll_memtype_of(sendbuf) == GCOLL_MEM_CUDA ||
+                  gcoll_memtype_of(recvbuf) == GCOLL_MEM_CUDA))
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: CUDA buffers are not supported yet "
+                           "(host buffers only)", fn);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                          gcoll_dtype_t dtype, gcoll_op_t op,
+                                          gcoll_compressor_t compressor)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(check_call(compressor, sendbuf, recvbuf, count, dtype, op));
+    gcoll_compressor_t c = compressor;
+    if (!c->codec) return gcoll_allreduce(sendbuf, recvbuf, count, dtype, op, c->comm);
+    if (!count) {
+        c->comm->stats.calls++;
+        return GCOLL_SUCCESS;
+    }
+    gcoll_stats_t node0 = { 0 }, rail0 = c->rail->stats, node1 = { 0 };
+    if (c->node) node0 = c->node->stats;
+    GCOLL_TRY(compressed_levels(c, sendbuf));
+    float *dst = recvbuf;
+    if (op == GCOLL_AVG) {
+        float ranks = (float)c->comm->size;
+        for (size_t i = 0; i < count; i++) dst[i] = c->work[i] / ranks;
+    } else {
+        memcpy(dst, c->work, count * sizeof(float));
+    }
+    if (c->node) node1 = c->node->stats;
+    add_stats(&c->comm->stats, &node1, &node0);
+    add_stats(&c->comm->stats, &c->rail->stats, &rail0);
+    c->comm->stats.calls++;
+    return GCOLL_SUCCESS;
+}
