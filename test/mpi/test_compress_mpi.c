@@ -1,0 +1,390 @@
+/* gcoll_allreduce_compressed under a real MPI job, against a serial
+ * reference that simulates the whole job on every rank with the reference
+ * codecs of test/ref_codecs.h (written apart from libgcoll/compress):
+ *
+ * - group the ranks as the library must (nodes of GCOLL_NODE_SIZE, or of
+ *   MPI_COMM_TYPE_SHARED; every rank alone when nodes are unequal), sum each
+ *   group's inputs exactly (integer-valued data), add each share's residual,
+ *   decode with the reference codec, carry the residual to the next call;
+ * - sum the decoded shares in group order.
+ *
+ * TopK and 1-bit results must match bit for bit, BF16 too with two groups
+ * (one rounding); with more groups the BF16 sum's rounding order is the
+ * algorithm's, so it must lie within the rounding bound.  Every rank must
+ * hold the same bits.  Also: one node (or codec NONE) equals MPI_Allreduce
+ * bit for bit; error feedback makes the mean over calls converge where
+ * dropping the residual does not; inter-node bytes shrink as the codec
+ * promises (gcoll_comm_get_stats); bad input returns the documented codes.
+ * Prints "PASS: N checks" or FAILs; exit 1 on any failure. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "gcoll.h"
+#include "ref_codecs.h"
+
+static int rank, nranks, failures, checks;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    if (failures++ < 20) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf("FAIL rank %d: ", rank);
+        vprintf(fmt, ap);
+        putchar('\n');
+        va_end(ap);
+    }
+}
+
+#define CHECK(cond, ...) do { checks++; if (!(cond)) fail(__VA_ARGS__); } while (0)
+
+/* ---- the job's shape, found independently of the library ----------------- */
+
+static int *group_of;   /* [nranks] group index, groups numbered in rank order */
+static int ngroups, nnodes, L;   /* L: ranks per group (1 when every rank is alone) */
+
+static void find_shape(void)
+{
+    int *node = malloc(sizeof(int) * (size_t)nranks), ns = 0, *count;
+    const char *e = getenv("GCOLL_NODE_SIZE");
+    if (e && atoi(e) > 0) {
+        ns = atoi(e);
+        for (int r = 0; r < nranks; r++) node[r] = r / ns;
+    } else {
+        MPI_Comm nc;
+        int leader;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &nc);
+        MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, nc);
+        MPI_Comm_free(&nc);
+        MPI_Allgather(&leader, 1, MPI_INT, node, 1, MPI_INT, MPI_COMM_WORLD);
+    }
+    /* renumber densely in rank order */
+    int *id = malloc(sizeof(int) * (size_t)nranks);
+    nnodes = 0;
+    for (int r = 0; r < nranks; r++) {
+        int k = 0;
+        while (k < r && node[k] != node[r]) k++;
+        id[r] = k < r ? id[k] : nnodes++;
+    }
+    count = calloc((size_t)nnodes, sizeof(int));
+    for (int r = 0; r < nranks; r++) count[id[r]]++;
+    int uniform = 1;
+    for (int k = 0; k < nnodes; k++) uniform &= count[k] == count[0];
+    L = uniform && count[0] > 1 ? count[0] : 1;
+    group_of = malloc(sizeof(int) * (size_t)nranks);
+    for (int r = 0; r < nranks; r++) group_of[r] = L > 1 ? id[r] : r;
+    ngroups = L > 1 ? nnodes : nranks;
+    free(node), free(id), free(count);
+}
+
+/* ---- inputs: integer-valued, different per rank, element and call -------- */
+
+static float input(int r, size_t i, int call)
+{
+    uint64_t h = (uint64_t)r * 0x9e3779b97f4a7c15ull ^ (uint64_t)i * 0xbf58476d1ce4e5b9ull ^
+                 (uint64_t)call * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    h *= 0xd6e9f8cc1b6f4ab1ull;
+    h ^= h >> 29;
+    return (float)((int)(h % 2001) - 1000);
+}
+
+/* ---- the reference job ---------------------------------------------------- */
+
+typedef struct {
+    gcoll_compress_params_t p;
+    float  *resid;      /* [ngroups][L][share], NULL without error feedback */
+    size_t  count, share;
+} ref_t;
+
+static void ref_decode(const ref_t *ref, const float *x, size_t n, float *d)
+{
+    switch (ref->p.kind) {
+    case GCOLL_COMPRESS_BF16:
+        for (size_t i = 0; i < n; i++) d[i] = ref_bf16(x[i]);
+        break;
+    case GCOLL_COMPRESS_TOPK:
+        ref_topk_decode(x, n, ref_topk_k(ref->p.topk_ratio ? ref->p.topk_ratio : 0.01, n), d);
+        break;
+    default:
+        ref_onebit_decode(x, n, ref->p.onebit_block ? ref->p.onebit_block : 2048, d);
+    }
+}
+
+/* Expected result of call `call` (sum; the caller divides for AVG), and for
+ * BF16 over more than two groups the rounding bound of each element. */
+static void ref_call(ref_t *ref, int call, float *want, double *tol)
+{
+    size_t n = ref->share, padded = n * (size_t)L;
+    float *sum = malloc(sizeof(float) * padded), *x = malloc(sizeof(float) * n + 4),
+          *d = malloc(sizeof(float) * n + 4);
+    double *acc = calloc(padded + 1, sizeof(double));
+    memset(want, 0, sizeof(float) * padded);
+    for (int g = 0; g < ngroups; g++) {
+        memset(acc, 0, sizeof(double) * padded);
+        for (int r = 0; r < nranks; r++)
+            if (group_of[r] == g)
+                for (size_t i = 0; i < ref->count; i++) acc[i] += input(r, i, call);
+        for (size_t i = 0; i < padded; i++) sum[i] = (float)acc[i];   /* exact: integers */
+        for (int l = 0; l < L; l++) {
+            float *e = ref->resid ? ref->resid + ((size_t)g * (size_t)L + (size_t)l) * n : NULL;
+            for (size_t i = 0; i < n; i++) x[i] = sum[(size_t)l * n + i] + (e ? e[i] : 0.0f);
+            ref_decode(ref, x, n, d);
+            for (size_t i = 0; i < n; i++) {
+                if (e) e[i] = x[i] - (0.0f + d[i]);
+                want[(size_t)l * n + i] += d[i];   /* group order, float32 */
+                tol[(size_t)l * n + i] += fabs((double)d[i]);
+            }
+        }
+    }
+    if (ref->p.kind == GCOLL_COMPRESS_BF16) {
+        for (size_t i = 0; i < padded; i++) {
+            if (ngroups == 2) want[i] = ref_bf16(want[i]);   /* the one rounding, as the library */
+            tol[i] = ngroups == 2 ? 0 : tol[i] * ldexp(1.0, -8) * ngroups;
+        }
+    } else {
+        memset(tol, 0, sizeof(double) * padded);
+    }
+    free(sum), free(x), free(d), free(acc);
+}
+
+/* ---- one configuration: T calls against the reference --------------------- */
+
+static const char *cfg_name(const gcoll_compress_params_t *p, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s", gcoll_compress_name(p->kind), p->no_error_feedback ? "-noef" : "");
+    if (p->kind == GCOLL_COMPRESS_TOPK)   /* 0 means the default */
+        snprintf(buf, len, "topk(%g)%s", p->topk_ratio ? p->topk_ratio : 0.01,
+                 p->no_error_feedback ? "-noef" : "");
+    if (p->kind == GCOLL_COMPRESS_ONEBIT)
+        snprintf(buf, len, "onebit(%zu)", p->onebit_block ? p->onebit_block : 2048);
+    return buf;
+}
+
+/* Every rank holds the same bits as rank 0. */
+static void check_agree(const float *got, size_t count, const char *what)
+{
+    float *r0 = malloc(sizeof(float) * count + 4);
+    if (count) memcpy(r0, got, sizeof(float) * count);
+    MPI_Bcast(r0, (int)count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    CHECK(!count || !memcmp(r0, got, sizeof(float) * count), "%s: differs from rank 0's result",
+          what);
+    free(r0);
+}
+
+static void run_config(gcoll_comm_t comm, const gcoll_compress_params_t *p, size_t count, int calls)
+{
+    char name[64], what[160];
+    cfg_name(p, name, sizeof name);
+    gcoll_compressor_t c;
+    gcoll_status_t st = gcoll_compressor_create(comm, count, p, &c);
+    CHECK(st == GCOLL_SUCCESS, "create %s count %zu: %s", name, count, gcoll_last_error());
+    if (st != GCOLL_SUCCESS) return;
+    int exact = p->kind == GCOLL_COMPRESS_NONE || nnodes == 1;
+    ref_t ref = { *p, NULL, count, (count + (size_t)L - 1) / (size_t)L };
+    size_t padded = ref.share * (size_t)L;
+    if (!exact && !p->no_error_feedback)
+        ref.resid = calloc((size_t)ngroups * padded + 1, sizeof(float));
+    float *buf = malloc(sizeof(float) * padded + 4), *out = malloc(sizeof(float) * padded + 4),
+          *want = malloc(sizeof(float) * padded + 4);
+    double *tol = malloc(sizeof(double) * padded + 8);
+    for (int t = 0; t < calls; t++) {
+        gcoll_op_t op = t % 2 ? GCOLL_AVG : GCOLL_SUM;
+        int in_place = (t + (int)count) % 2;
+        for (size_t i = 0; i < count; i++) buf[i] = input(rank, i, t);
+        float *dst = in_place ? buf : out;
+        st = gcoll_allreduce_compressed(buf, dst, count, GCOLL_FLOAT32, op, c);
+        snprintf(what, sizeof what, "%s count %zu call %d (%s%s)", name, count, t,
+                 gcoll_op_name(op), in_place ? ", in place" : "");
+        CHECK(st == GCOLL_SUCCESS, "%s: %s", what, gcoll_last_error());
+        if (exact) {
+            float *src = malloc(sizeof(float) * count + 4);
+            for (size_t i = 0; i < count; i++) src[i] = input(rank, i, t);
+            MPI_Allreduce(src, want, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            memset(tol, 0, sizeof(double) * padded);
+            free(src);
+        } else {
+            memset(tol, 0, sizeof(double) * padded);
+            ref_call(&ref, t, want, tol);
+        }
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < count; i++) {
+            float w = op == GCOLL_AVG ? want[i] / (float)nranks : want[i];
+            double tl = op == GCOLL_AVG ? tol[i] / nranks : tol[i];
+            int ok = tl > 0 ? fabs((double)dst[i] - (double)w) <= tl
+                            : !memcmp(&dst[i], &w, sizeof w);
+            if (!ok && !bad++) first = i;
+        }
+        CHECK(!bad, "%s: %zu of %zu elements wrong, first [%zu] = %.9g, want %.9g", what, bad,
+              count, first, bad ? dst[first] : 0.0,
+              bad ? (op == GCOLL_AVG ? want[first] / nranks : want[first]) : 0.0);
+        check_agree(dst, count, what);
+    }
+    gcoll_compressor_destroy(c);
+    free(ref.resid), free(buf), free(out), free(want), free(tol);
+}
+
+/* ---- error feedback: the mean over calls converges ----------------------- */
+
+/* Relative L2 error of the mean of T outputs for a constant gradient. */
+static double mean_error(gcoll_comm_t comm, const gcoll_compress_params_t *p, size_t n, int T)
+{
+    gcoll_compressor_t c;
+    float *g = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n),
+          *exact = malloc(sizeof(float) * n);
+    double *mean = calloc(n, sizeof(double)), num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) g[i] = input(rank, i, 0);
+    MPI_Allreduce(g, exact, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    gcoll_compressor_create(comm, n, p, &c);
+    for (int t = 0; t < T; t++) {
+        gcoll_allreduce_compressed(g, out, n, GCOLL_FLOAT32, GCOLL_SUM, c);
+        for (size_t i = 0; i < n; i++) mean[i] += out[i] / (double)T;
+    }
+    gcoll_compressor_destroy(c);
+    for (size_t i = 0; i < n; i++) {
+        num += (mean[i] - exact[i]) * (mean[i] - exact[i]);
+        den += (double)exact[i] * exact[i];
+    }
+    free(g), free(out), free(exact), free(mean);
+    return sqrt(num / den);
+}
+
+static void test_error_feedback(gcoll_comm_t comm)
+{
+    gcoll_compress_params_t ef = { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.1 };
+    gcoll_compress_params_t no = ef;
+    no.no_error_feedback = 1;
+    double e1 = mean_error(comm, &ef, 4099, 1), e40 = mean_error(comm, &ef, 4099, 40),
+           n40 = mean_error(comm, &no, 4099, 40);
+    if (rank == 0)
+        printf("topk(0.1) relative error of the mean: 1 call %.3f, 40 calls %.3f, "
+               "40 calls without error feedback %.3f\n", e1, e40, n40);
+    CHECK(e40 < 0.25 * e1 && n40 > 0.9 * e1, "error feedback: 1 call %.3f, 40 calls %.3f, "
+          "without feedback %.3f", e1, e40, n40);
+}
+
+/* ---- traffic: inter-node bytes against the exact allreduce --------------- */
+
+static uint64_t inter_bytes(gcoll_comm_t comm)
+{
+    gcoll_stats_t s;
+    gcoll_comm_get_stats(comm, &s);
+    return s.bytes_sent_inter_node;
+}
+
+static void test_traffic(gcoll_comm_t comm)
+{
+    const size_t n = 1u << 20;
+    static const gcoll_compress_params_t ps[] = {
+        { .kind = GCOLL_COMPRESS_BF16 }, { .kind = GCOLL_COMPRESS_TOPK },
+        { .kind = GCOLL_COMPRESS_ONEBIT } };
+    static const double limit[] = { 0.55, 0.05, 0.1 };   /* of the exact allreduce's bytes */
+    float *buf = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) buf[i] = input(rank, i, 0);
+    uint64_t b0 = inter_bytes(comm), exact, mine, all;
+    gcoll_allreduce(buf, buf, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
+    exact = inter_bytes(comm) - b0;
+    MPI_Allreduce(&exact, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    exact = all;
+    for (int k = 0; k < 3; k++) {
+        gcoll_compressor_t c;
+        char name[64];
+        gcoll_compressor_create(comm, n, &ps[k], &c);
+        b0 = inter_bytes(comm);
+        CHECK(gcoll_allreduce_compressed(buf, buf, n, GCOLL_FLOAT32, GCOLL_SUM, c) == GCOLL_SUCCESS,
+              "traffic call: %s", gcoll_last_error());
+        mine = inter_bytes(comm) - b0;
+        MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+        gcoll_compressor_destroy(c);
+        if (rank == 0)
+            printf("4 MiB: busiest rank's inter-node bytes %s %llu, exact allreduce %llu (%.3f)\n",
+                   cfg_name(&ps[k], name, sizeof name), (unsigned long long)all,
+                   (unsigned long long)exact, exact ? (double)all / (double)exact : 0.0);
+        /* the promise holds where hierarchy applies: equal nodes of several ranks, two nodes */
+        if (nnodes == 2 && L > 1)
+            CHECK(all > 0 && (double)all <= limit[k] * (double)exact,
+                  "%s sent %llu inter-node bytes, over %.2f of the exact %llu", name,
+                  (unsigned long long)all, limit[k], (unsigned long long)exact);
+    }
+    free(buf);
+}
+
+/* ---- bad input -------------------------------------------------------------- */
+
+static void test_bad_input(gcoll_comm_t comm)
+{
+    gcoll_compressor_t c = NULL;
+    gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 2 };
+    float x[8] = { 0 };
+    CHECK(gcoll_compressor_create(comm, 8, &p, &c) == GCOLL_ERR_INVALID_ARG && !c &&
+          strstr(gcoll_last_error(), "topk_ratio"), "ratio 2 accepted: %s", gcoll_last_error());
+    p.topk_ratio = 0;
+    p.kind = (gcoll_compress_t)42;
+    CHECK(gcoll_compressor_create(comm, 8, &p, &c) == GCOLL_ERR_INVALID_ARG,
+          "unknown codec accepted");
+    CHECK(gcoll_compressor_create(comm, 8, NULL, &c) == GCOLL_ERR_INVALID_ARG, "NULL params");
+    p.kind = GCOLL_COMPRESS_ONEBIT;
+    CHECK(gcoll_compressor_create(comm, 8, &p, &c) == GCOLL_SUCCESS, "create: %s",
+          gcoll_last_error());
+    CHECK(gcoll_allreduce_compressed(x, x, 7, GCOLL_FLOAT32, GCOLL_SUM, c) == GCOLL_ERR_INVALID_ARG
+          && strstr(gcoll_last_error(), "count 7"), "count mismatch: %s", gcoll_last_error());
+    CHECK(gcoll_allreduce_compressed(x, x, 8, GCOLL_FLOAT64, GCOLL_SUM, c) ==
+          GCOLL_ERR_NOT_SUPPORTED, "float64 accepted");
+    CHECK(gcoll_allreduce_compressed(x, x, 8, GCOLL_FLOAT32, GCOLL_MAX, c) ==
+          GCOLL_ERR_NOT_SUPPORTED, "max accepted");
+    CHECK(gcoll_allreduce_compressed(x, x, 8, (gcoll_dtype_t)77, GCOLL_SUM, c) ==
+          GCOLL_ERR_INVALID_ARG, "dtype 77 accepted");
+    CHECK(gcoll_allreduce_compressed(NULL, x, 8, GCOLL_FLOAT32, GCOLL_SUM, c) ==
+          GCOLL_ERR_INVALID_ARG, "NULL sendbuf accepted");
+    CHECK(gcoll_compressor_reset(c) == GCOLL_SUCCESS, "reset");
+    CHECK(gcoll_compressor_destroy(c) == GCOLL_SUCCESS, "destroy");
+    CHECK(gcoll_allreduce_compressed(x, x, 8, GCOLL_FLOAT32, GCOLL_SUM, c) ==
+          GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), "destroyed"),
+          "destroyed compressor: %s", gcoll_last_error());
+    CHECK(gcoll_compressor_destroy(NULL) == GCOLL_SUCCESS, "destroy(NULL)");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    find_shape();
+    gcoll_comm_t comm;
+    if (gcoll_comm_create(MPI_COMM_WORLD, &comm) != GCOLL_SUCCESS) {
+        printf("FAIL rank %d: gcoll_comm_create: %s\n", rank, gcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0)
+        printf("%d ranks, %d node(s), %d group(s) of %d\n", nranks, nnodes, ngroups, L);
+    static const gcoll_compress_params_t cfgs[] = {
+        { .kind = GCOLL_COMPRESS_NONE },
+        { .kind = GCOLL_COMPRESS_BF16 },
+        { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.1 },
+        { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.01 },
+        { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.1, .no_error_feedback = 1 },
+        { .kind = GCOLL_COMPRESS_ONEBIT, .onebit_block = 64 },
+        { .kind = GCOLL_COMPRESS_ONEBIT },
+    };
+    static const size_t counts[] = { 0, 1, 2, 7, 1000, 7919, 65539 };
+    for (size_t k = 0; k < sizeof(cfgs) / sizeof(cfgs[0]); k++)
+        for (size_t j = 0; j < sizeof(counts) / sizeof(counts[0]); j++)
+            run_config(comm, &cfgs[k], counts[j], 3);
+    if (nnodes > 1) test_error_feedback(comm);
+    test_traffic(comm);
+    test_bad_input(comm);
+    gcoll_comm_destroy(comm);
+    int all_failures = 0, all_checks = 0;
+    MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&checks, &all_checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s: %d checks, %d failures (all ranks)\n", all_failures ? "FAIL" : "PASS",
+               all_checks, all_failures);
+    MPI_Finalize();
+    return all_failures ? 1 : 0;
+}
