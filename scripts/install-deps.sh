@@ -7,6 +7,6 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
-    build-essential autoconf automake libtool pkg-config make \
+    build-essential autoconf automake libtool pkg-config make gfortran \
     openmpi-bin libopenmpi-dev libucx-dev ucx-utils libhwloc-dev hwloc \
     python3 python3-numpy python3-matplotlib python3-mpi4py util-linux procps

@@ -1,0 +1,500 @@
+! The Fortran binding (module gcoll) against mpi_f08's own collectives,
+! under mpirun (run_fortran.sh: 1-4 ranks, and 4 ranks as 2 simulated nodes).
+!
+! Every rank's input is a known function of (rank, index) with small integer
+! values (-2..2), so sums and products are exact in every type and libgcoll
+! must give MPI's bytes exactly.  Buffers are byte arrays with a guard tail,
+! filled alike for both sides, and compared whole: a result written past its
+! end differs too.  Types float32, float64, int32, int64; counts 0, 1, 1001
+! (not a multiple of 2, 3 or 4) and 7919 (prime); every collective, every op
+! (AVG against MPI's SUM divided by the rank count), roots 0 and size-1, the
+! in-place forms; then the constants against the C header, the stats
+! counters, and bad input (each must return GCOLL_ERR_INVALID_ARG with a
+! sentence in gcoll_last_error, and the communicator must still work).
+!
+! Prints "test_bindings: N ranks: ok (K checks on rank 0, M on all ranks)" and
+! exits 0, or lists the failures and exits 1.
+program test_bindings
+    use, intrinsic :: iso_c_binding
+    use mpi_f08
+    use gcoll
+    implicit none
+
+    interface
+        integer(c_int) function gcoll_test_enum_values(v, cap) bind(c, name='gcoll_test_enum_values')
+            import :: c_int
+            integer(c_int), intent(out) :: v(*)
+            integer(c_int), value :: cap
+        end function
+    end interface
+
+    integer, parameter :: NT = 4, GUARD = 64
+    integer, parameter :: gtype(NT) = [GCOLL_FLOAT32, GCOLL_FLOAT64, GCOLL_INT32, GCOLL_INT64]
+    character(len=7), parameter :: tname(NT) = ['float32', 'float64', 'int32  ', 'int64  ']
+    integer, parameter :: esize(NT) = [4, 8, 4, 8]
+    integer, parameter :: counts(4) = [0, 1, 1001, 7919]
+    integer, parameter :: gop(4) = [GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX]
+    type(MPI_Datatype) :: mtype(NT)
+    type(MPI_Op) :: mop(4)
+
+    integer :: rank, nranks, checks = 0, failures = 0, gcalls = 0
+    type(gcoll_comm_t) :: comm
+    type(gcoll_stats_t) :: s0
+    integer :: t, c, ierr, total, allchecks
+
+    call MPI_Init()
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+    call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+    mtype = [MPI_REAL, MPI_DOUBLE_PRECISION, MPI_INTEGER, MPI_INTEGER8]
+    mop = [MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX]
+
+    call test_constants()
+    call gcoll_comm_create(MPI_COMM_WORLD, comm, ierr)
+    call expect(ierr == GCOLL_SUCCESS, 'gcoll_comm_create: '//gcoll_last_error())
+    if (ierr /= GCOLL_SUCCESS) call MPI_Abort(MPI_COMM_WORLD, 1)
+    call test_rank_size()
+    call gcoll_comm_get_stats(comm, s0, ierr)
+    call expect(ierr == GCOLL_SUCCESS, 'gcoll_comm_get_stats')
+
+    do t = 1, NT
+        do c = 1, size(counts)
+            call test_allreduce(t, counts(c))
+            call test_reduce(t, counts(c))
+            call test_bcast(t, counts(c))
+            call test_allgather(t, counts(c))
+            call test_reduce_scatter(t, counts(c))
+            call test_alltoall(t, counts(c))
+        end do
+    end do
+    call gcoll_barrier(comm, ierr)
+    call ok(ierr, 'gcoll_barrier')
+    call test_count_kinds()
+    call test_stats()
+    call test_bad_input()
+    call gcoll_comm_destroy(comm, ierr)
+    call expect(ierr == GCOLL_SUCCESS, 'gcoll_comm_destroy')
+
+    call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+    call MPI_Allreduce(checks, allchecks, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+    if (rank == 0) then
+        if (total == 0) then
+            print '(a,i0,a,i0,a,i0,a)', 'test_bindings: ', nranks, ' ranks: ok (', checks, &
+                ' checks on rank 0, ', allchecks, ' on all ranks)'
+        else
+            print '(a,i0,a,i0,a,i0,a)', 'test_bindings: ', nranks, ' ranks: FAILED (', total, &
+                ' failures, ', checks, ' checks on rank 0)'
+        end if
+    end if
+    call MPI_Finalize()
+    if (total /= 0) error stop 1
+
+contains
+
+    ! ---------------------------------------------------------- checking --
+
+    subroutine expect(cond, what)
+        logical, intent(in) :: cond
+        character(len=*), intent(in) :: what
+        checks = checks + 1
+        if (cond) return
+        failures = failures + 1
+        if (failures <= 20) print '(a,i0,2a)', 'FAIL rank ', rank, ': ', what
+    end subroutine
+
+    !> A collective's status: must be GCOLL_SUCCESS; counts the calls for the stats check.
+    subroutine ok(st, what)
+        integer, intent(in) :: st
+        character(len=*), intent(in) :: what
+        if (st == GCOLL_SUCCESS) gcalls = gcalls + 1
+        call expect(st == GCOLL_SUCCESS, what//': '//gcoll_strerror(st)//': '//gcoll_last_error())
+    end subroutine
+
+    !> Bit-for-bit comparison of libgcoll's bytes with MPI's.
+    subroutine same(what, got, want)
+        character(len=*), intent(in) :: what
+        integer(c_int8_t), intent(in) :: got(:), want(:)
+        integer :: i
+        character(len=24) :: at
+        do i = 1, min(size(got), size(want))
+            if (got(i) /= want(i)) exit
+        end do
+        if (size(got) == size(want) .and. i > size(got)) then
+            call expect(.true., what)
+        else
+            write (at, '(a,i0)') ' differs at byte ', i - 1
+            call expect(.false., what//trim(at))
+        end if
+    end subroutine
+
+    function label(coll, t, n, extra) result(s)
+        character(len=*), intent(in) :: coll, extra
+        integer, intent(in) :: t, n
+        character(len=:), allocatable :: s
+        character(len=16) :: num
+        write (num, '(i0)') n
+        s = coll//' '//trim(tname(t))//' n='//trim(num)//' '//extra
+    end function
+
+    ! ------------------------------------------------------------- data --
+
+    !> A byte buffer of `elems` elements of type t plus a guard, every byte
+    !> 0x50 + rank: a peer's bytes copied past the end show as a difference.
+    subroutine new(buf, t, elems)
+        integer(c_int8_t), allocatable, intent(out) :: buf(:)
+        integer, intent(in) :: t, elems
+        allocate (buf(elems * esize(t) + GUARD))
+        buf = int(80 + rank, c_int8_t)
+    end subroutine
+
+    !> Elements [0, n) of buf: value (i*7 + r*3 + salt) mod 5 - 2 in type t.
+    subroutine fill(buf, t, n, r, salt)
+        integer(c_int8_t), target, contiguous, intent(inout) :: buf(:)
+        integer, intent(in) :: t, n, r, salt
+        real(c_float), pointer :: f4(:)
+        real(c_double), pointer :: f8(:)
+        integer(c_int32_t), pointer :: i4(:)
+        integer(c_int64_t), pointer :: i8(:)
+        integer :: i
+        select case (gtype(t))
+        case (GCOLL_FLOAT32)
+            call c_f_pointer(c_loc(buf(1)), f4, [n])
+            f4 = [(real(value(i, r, salt), c_float), i = 0, n - 1)]
+        case (GCOLL_FLOAT64)
+            call c_f_pointer(c_loc(buf(1)), f8, [n])
+            f8 = [(real(value(i, r, salt), c_double), i = 0, n - 1)]
+        case (GCOLL_INT32)
+            call c_f_pointer(c_loc(buf(1)), i4, [n])
+            i4 = [(int(value(i, r, salt), c_int32_t), i = 0, n - 1)]
+        case (GCOLL_INT64)
+            call c_f_pointer(c_loc(buf(1)), i8, [n])
+            i8 = [(int(value(i, r, salt), c_int64_t), i = 0, n - 1)]
+        end select
+    end subroutine
+
+    integer function value(i, r, salt)
+        integer, intent(in) :: i, r, salt
+        value = mod(i * 7 + r * 3 + salt, 5) - 2
+    end function
+
+    !> Elements [0, n) of buf divided by `by`, as libgcoll's AVG divides its
+    !> sum: IEEE division for floats, truncation toward zero for integers.
+    subroutine divide(buf, t, n, by)
+        integer(c_int8_t), target, contiguous, intent(inout) :: buf(:)
+        integer, intent(in) :: t, n, by
+        real(c_float), pointer :: f4(:)
+        real(c_double), pointer :: f8(:)
+        integer(c_int32_t), pointer :: i4(:)
+        integer(c_int64_t), pointer :: i8(:)
+        select case (gtype(t))
+        case (GCOLL_FLOAT32)
+            call c_f_pointer(c_loc(buf(1)), f4, [n])
+            f4 = f4 / real(by, c_float)
+        case (GCOLL_FLOAT64)
+            call c_f_pointer(c_loc(buf(1)), f8, [n])
+            f8 = f8 / real(by, c_double)
+        case (GCOLL_INT32)
+            call c_f_pointer(c_loc(buf(1)), i4, [n])
+            i4 = i4 / int(by, c_int32_t)
+        case (GCOLL_INT64)
+            call c_f_pointer(c_loc(buf(1)), i8, [n])
+            i8 = i8 / int(by, c_int64_t)
+        end select
+    end subroutine
+
+    ! ------------------------------------------------------ collectives --
+
+    subroutine test_allreduce(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target :: x(:), got(:), want(:), avg(:)
+        integer :: o, st
+        call new(x, t, n)
+        call fill(x, t, n, rank, 0)
+        do o = 1, 4
+            call new(got, t, n)
+            call new(want, t, n)
+            call gcoll_allreduce(x, got, n, gtype(t), gop(o), comm, st)
+            call ok(st, label('allreduce', t, n, gcoll_op_name(gop(o))))
+            call MPI_Allreduce(x, want, n, mtype(t), mop(o), MPI_COMM_WORLD)
+            call same(label('allreduce', t, n, gcoll_op_name(gop(o))), got, want)
+            ! in place: the same array as send and receive buffer
+            got = x
+            call gcoll_allreduce(got, got, n, gtype(t), gop(o), comm, st)
+            call ok(st, label('allreduce', t, n, gcoll_op_name(gop(o))//' in place'))
+            call same(label('allreduce', t, n, gcoll_op_name(gop(o))//' in place'), got, want)
+            if (gop(o) == GCOLL_SUM) avg = want
+        end do
+        call divide(avg, t, n, nranks)
+        call new(got, t, n)
+        call gcoll_allreduce(x, got, n, gtype(t), GCOLL_AVG, comm, st)
+        call ok(st, label('allreduce', t, n, 'avg'))
+        call same(label('allreduce', t, n, 'avg'), got, avg)
+        got = x
+        call gcoll_allreduce(got, got, n, gtype(t), GCOLL_AVG, comm, st)
+        call ok(st, label('allreduce', t, n, 'avg in place'))
+        call same(label('allreduce', t, n, 'avg in place'), got, avg)
+    end subroutine
+
+    subroutine test_reduce(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target :: x(:), got(:), want(:)
+        integer :: o, root, st, k
+        character(len=16) :: r
+        integer, parameter :: ops(5) = [GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG]
+        integer, parameter :: mpiop(5) = [1, 2, 3, 4, 1]   ! index into mop: AVG is MPI's SUM / size
+        call new(x, t, n)
+        call fill(x, t, n, rank, 1)
+        do k = 1, 2
+            root = merge(0, nranks - 1, k == 1)
+            write (r, '(a,i0,a)') 'root=', root, ' '
+            do o = 1, 5
+                call new(got, t, n)
+                call new(want, t, n)
+                if (rank == root) then
+                    call gcoll_reduce(x, got, n, gtype(t), ops(o), root, comm, st)
+                else   ! recvbuf is used on the root only: leave it out
+                    call gcoll_reduce(x, count=n, dtype=gtype(t), op=ops(o), root=root, comm=comm, ierr=st)
+                end if
+                call ok(st, label('reduce', t, n, trim(r)//' '//gcoll_op_name(ops(o))))
+                call MPI_Reduce(x, want, n, mtype(t), mop(mpiop(o)), root, MPI_COMM_WORLD)
+                if (ops(o) == GCOLL_AVG .and. rank == root) call divide(want, t, n, nranks)
+                if (rank == root) call same(label('reduce', t, n, trim(r)//' '//gcoll_op_name(ops(o))), got, want)
+                ! in place on the root
+                if (rank == root) then
+                    got = x
+                    call gcoll_reduce(got, got, n, gtype(t), ops(o), root, comm, st)
+                else
+                    call gcoll_reduce(x, count=n, dtype=gtype(t), op=ops(o), root=root, comm=comm, ierr=st)
+                end if
+                call ok(st, label('reduce', t, n, trim(r)//' '//gcoll_op_name(ops(o))//' in place'))
+                if (rank == root) call same(label('reduce', t, n, trim(r)//' '//gcoll_op_name(ops(o))//' in place'), got, want)
+            end do
+        end do
+    end subroutine
+
+    subroutine test_bcast(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target :: got(:), want(:)
+        integer :: root, st, k
+        character(len=16) :: r
+        do k = 1, 2
+            root = merge(0, nranks - 1, k == 1)
+            write (r, '(a,i0)') 'root=', root
+            call new(got, t, n)
+            call fill(got, t, n, rank, 2)
+            want = got
+            call gcoll_bcast(got, n, gtype(t), root, comm, st)
+            call ok(st, label('bcast', t, n, trim(r)))
+            call MPI_Bcast(want, n, mtype(t), root, MPI_COMM_WORLD)
+            call same(label('bcast', t, n, trim(r)), got, want)
+        end do
+    end subroutine
+
+    subroutine test_allgather(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target :: x(:), got(:), want(:)
+        integer :: st, off, nb
+        nb = n * esize(t)
+        call new(x, t, n)
+        call fill(x, t, n, rank, 3)
+        call new(got, t, nranks * n)
+        call new(want, t, nranks * n)
+        call gcoll_allgather(x, got, n, gtype(t), comm, st)
+        call ok(st, label('allgather', t, n, ''))
+        call MPI_Allgather(x, n, mtype(t), want, n, mtype(t), MPI_COMM_WORLD)
+        call same(label('allgather', t, n, ''), got, want)
+        ! in place: sendbuf is this rank's block of recvbuf (a section, not an
+        ! element: generic names match arrays only)
+        call new(got, t, nranks * n)
+        off = rank * nb
+        got(off + 1:off + nb) = x(1:nb)
+        call gcoll_allgather(got(off + 1:), got, n, gtype(t), comm, st)
+        call ok(st, label('allgather', t, n, 'in place'))
+        call same(label('allgather', t, n, 'in place'), got, want)
+    end subroutine
+
+    subroutine test_reduce_scatter(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target :: x(:), got(:), want(:), inplace(:)
+        integer :: o, st, off, nb
+        nb = n * esize(t)
+        off = rank * nb
+        call new(x, t, nranks * n)
+        call fill(x, t, nranks * n, rank, 4)
+        do o = 1, 4
+            call new(got, t, n)
+            call new(want, t, n)
+            call gcoll_reduce_scatter(x, got, n, gtype(t), gop(o), comm, st)
+            call ok(st, label('reduce_scatter', t, n, gcoll_op_name(gop(o))))
+            call MPI_Reduce_scatter_block(x, want, n, mtype(t), mop(o), MPI_COMM_WORLD)
+            call same(label('reduce_scatter', t, n, gcoll_op_name(gop(o))), got, want)
+            ! in place: recvbuf is this rank's block of sendbuf
+            inplace = x
+            call gcoll_reduce_scatter(inplace, inplace(off + 1:), n, gtype(t), gop(o), comm, st)
+            call ok(st, label('reduce_scatter', t, n, gcoll_op_name(gop(o))//' in place'))
+            call same(label('reduce_scatter', t, n, gcoll_op_name(gop(o))//' in place'), &
+                      inplace(off + 1:off + nb), want(1:nb))
+        end do
+        call new(got, t, n)
+        call gcoll_reduce_scatter(x, got, n, gtype(t), GCOLL_AVG, comm, st)
+        call ok(st, label('reduce_scatter', t, n, 'avg'))
+        call new(want, t, n)
+        call MPI_Reduce_scatter_block(x, want, n, mtype(t), MPI_SUM, MPI_COMM_WORLD)
+        call divide(want, t, n, nranks)
+        call same(label('reduce_scatter', t, n, 'avg'), got, want)
+    end subroutine
+
+    subroutine test_alltoall(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target :: x(:), got(:), want(:)
+        integer :: st
+        call new(x, t, nranks * n)
+        call fill(x, t, nranks * n, rank, 5)
+        call new(got, t, nranks * n)
+        call new(want, t, nranks * n)
+        call gcoll_alltoall(x, got, n, gtype(t), comm, st)
+        call ok(st, label('alltoall', t, n, ''))
+        call MPI_Alltoall(x, n, mtype(t), want, n, mtype(t), MPI_COMM_WORLD)
+        call same(label('alltoall', t, n, ''), got, want)
+    end subroutine
+
+    !> The generic's integer(c_int64_t) counts reach the same code.
+    subroutine test_count_kinds()
+        real(c_double) :: x(5), y(5), ref(5)
+        integer :: st
+        x = [1, 2, 3, 4, 5] * real(rank + 1, c_double)
+        call gcoll_allreduce(x, y, 5_c_int64_t, GCOLL_FLOAT64, GCOLL_SUM, comm, st)
+        call ok(st, 'allreduce with a c_int64_t count')
+        call MPI_Allreduce(x, ref, 5, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD)
+        call expect(all(transfer(y, 1_c_int64_t, 5) == transfer(ref, 1_c_int64_t, 5)), 'allreduce with a c_int64_t count: result')
+        y = x
+        call gcoll_bcast(y, 5_c_int64_t, GCOLL_FLOAT64, 0, comm, st)
+        call ok(st, 'bcast with a c_int64_t count')
+        call expect(all(nint(y) == [1, 2, 3, 4, 5]), 'bcast with a c_int64_t count: result')
+    end subroutine
+
+    ! ---------------------------------------------- constants, counters --
+
+    subroutine test_constants()
+        integer, parameter :: mine(31) = [GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, &
+            GCOLL_VERSION_PATCH, GCOLL_VERSION, &
+            GCOLL_SUCCESS, GCOLL_ERR_INVALID_ARG, GCOLL_ERR_NO_MEMORY, GCOLL_ERR_NOT_SUPPORTED, &
+            GCOLL_ERR_TRANSPORT, GCOLL_ERR_TIMEOUT, GCOLL_ERR_MISMATCH, GCOLL_ERR_INTERNAL, &
+            GCOLL_STATUS_COUNT, &
+            GCOLL_INT8, GCOLL_UINT8, GCOLL_INT32, GCOLL_UINT32, GCOLL_INT64, GCOLL_UINT64, &
+            GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64, GCOLL_DTYPE_COUNT, &
+            GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG, GCOLL_OP_COUNT, 24]
+        integer(c_int) :: theirs(64)
+        integer :: n, i
+        type(gcoll_stats_t), target :: st(2)
+        character(len=24) :: msg
+        n = gcoll_test_enum_values(theirs, 64)
+        call expect(n == size(mine), 'as many constants in Fortran as in C')
+        do i = 1, min(n, size(mine))
+            write (msg, '(a,i0)') 'constant #', i
+            call expect(mine(i) == theirs(i), trim(msg)//' equals its C value')
+        end do
+        call expect(c_sizeof(st(1)) == 24, 'gcoll_stats_t is 24 bytes as in C')
+        call expect(gcoll_get_version() == GCOLL_VERSION, 'gcoll_get_version() == GCOLL_VERSION')
+        call expect(gcoll_dtype_name(GCOLL_FLOAT32) == 'float32', 'gcoll_dtype_name(GCOLL_FLOAT32)')
+        call expect(gcoll_dtype_name(GCOLL_DTYPE_COUNT) == 'unknown', 'gcoll_dtype_name(GCOLL_DTYPE_COUNT)')
+        call expect(gcoll_op_name(GCOLL_AVG) == 'avg', 'gcoll_op_name(GCOLL_AVG)')
+        call expect(gcoll_dtype_size(GCOLL_FLOAT64) == 8 .and. gcoll_dtype_size(GCOLL_BFLOAT16) == 2 &
+                    .and. gcoll_dtype_size(99) == 0, 'gcoll_dtype_size')
+        call expect(gcoll_strerror(GCOLL_ERR_INVALID_ARG) == 'invalid argument', &
+                    'gcoll_strerror(GCOLL_ERR_INVALID_ARG) is "'//gcoll_strerror(GCOLL_ERR_INVALID_ARG)//'"')
+        call expect(len(gcoll_strerror(42)) > 0, 'gcoll_strerror of an unknown code is not empty')
+    end subroutine
+
+    subroutine test_rank_size()
+        integer :: r, s, st1, st2
+        call gcoll_comm_rank(comm, r, st1)
+        call gcoll_comm_size(comm, s, st2)
+        call expect(st1 == GCOLL_SUCCESS .and. r == rank, 'gcoll_comm_rank equals MPI_Comm_rank')
+        call expect(st2 == GCOLL_SUCCESS .and. s == nranks, 'gcoll_comm_size equals MPI_Comm_size')
+    end subroutine
+
+    !> calls moved by exactly the successful collectives made; bytes moved when
+    !> there are peers; inter-node bytes exactly when there are several nodes.
+    subroutine test_stats()
+        type(gcoll_stats_t) :: s1
+        integer(c_int64_t) :: d(2), tot(2)
+        character(len=16) :: env
+        integer :: node_size, st, elen
+        character(len=64) :: msg
+        call gcoll_comm_get_stats(comm, s1, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_comm_get_stats')
+        write (msg, '(a,i0,a,i0)') 'stats: calls moved by ', s1%calls - s0%calls, ', made ', gcalls
+        call expect(s1%calls - s0%calls == gcalls, trim(msg))
+        d = [s1%bytes_sent - s0%bytes_sent, s1%bytes_sent_inter_node - s0%bytes_sent_inter_node]
+        call expect(d(2) >= 0 .and. d(2) <= d(1), 'stats: 0 <= inter-node bytes <= bytes sent')
+        call MPI_Allreduce(d, tot, 2, MPI_INTEGER8, MPI_SUM, MPI_COMM_WORLD)
+        if (nranks > 1) call expect(tot(1) > 0, 'stats: bytes_sent moved')
+        node_size = 0
+        call get_environment_variable('GCOLL_NODE_SIZE', env, elen)
+        if (elen > 0) read (env, *) node_size
+        if (node_size > 0 .and. node_size < nranks) then
+            call expect(tot(2) > 0, 'stats: bytes_sent_inter_node moved with several nodes')
+        else
+            call expect(tot(2) == 0, 'stats: no inter-node bytes on one node')
+        end if
+    end subroutine
+
+    ! ------------------------------------------------------- bad input --
+
+    !> Must be GCOLL_ERR_INVALID_ARG with a sentence, on every rank.
+    subroutine invalid(st, what)
+        integer, intent(in) :: st
+        character(len=*), intent(in) :: what
+        character(len=:), allocatable :: why
+        why = gcoll_last_error()
+        call expect(st == GCOLL_ERR_INVALID_ARG, what//': status '//gcoll_strerror(st))
+        call expect(len(why) > 0, what//': gcoll_last_error() is empty')
+    end subroutine
+
+    subroutine test_bad_input()
+        real(c_float) :: x(4), y(4)
+        integer(c_int32_t) :: one(1), tot1(1)
+        integer :: st
+        type(gcoll_comm_t) :: none, gone, other
+        x = 1
+        call gcoll_bcast(x, 4, GCOLL_FLOAT32, nranks, comm, st)
+        call invalid(st, 'bcast root = size')
+        call gcoll_bcast(x, 4, GCOLL_FLOAT32, -1, comm, st)
+        call invalid(st, 'bcast root = -1')
+        call gcoll_reduce(x, y, 4, GCOLL_FLOAT32, GCOLL_SUM, nranks, comm, st)
+        call invalid(st, 'reduce root = size')
+        call gcoll_allreduce(x, y, 4, GCOLL_DTYPE_COUNT, GCOLL_SUM, comm, st)
+        call invalid(st, 'allreduce dtype = GCOLL_DTYPE_COUNT')
+        call gcoll_allreduce(x, y, 4, 99, GCOLL_SUM, comm, st)
+        call invalid(st, 'allreduce dtype = 99')
+        call gcoll_allreduce(x, y, 4, -1, GCOLL_SUM, comm, st)
+        call invalid(st, 'allreduce dtype = -1')
+        call gcoll_allgather(x, y, 1, 1234, comm, st)
+        call invalid(st, 'allgather dtype = 1234')
+        call gcoll_allreduce(x, y, 4, GCOLL_FLOAT32, GCOLL_OP_COUNT, comm, st)
+        call invalid(st, 'allreduce op = GCOLL_OP_COUNT')
+        call gcoll_allreduce(x, y, -1, GCOLL_FLOAT32, GCOLL_SUM, comm, st)
+        call invalid(st, 'allreduce count = -1')
+        call gcoll_alltoall(x, y, -5_c_int64_t, GCOLL_FLOAT32, comm, st)
+        call invalid(st, 'alltoall count = -5 (c_int64_t)')
+        call gcoll_reduce(x, count=4, dtype=GCOLL_FLOAT32, op=GCOLL_SUM, root=rank, comm=comm, ierr=st)
+        call invalid(st, 'reduce without recvbuf on the root')
+        call gcoll_barrier(none, st)
+        call invalid(st, 'barrier on a communicator never created')
+        call gcoll_comm_create(MPI_COMM_NULL, other, st)
+        call invalid(st, 'gcoll_comm_create(MPI_COMM_NULL)')
+        ! a destroyed communicator (the copy keeps the old handle)
+        call gcoll_comm_create(MPI_COMM_WORLD, other, st)
+        call expect(st == GCOLL_SUCCESS, 'second gcoll_comm_create')
+        gone = other
+        call gcoll_comm_destroy(other, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_comm_destroy of the second')
+        call gcoll_barrier(gone, st)
+        call invalid(st, 'barrier on a destroyed communicator')
+        ! a successful call clears the sentence, and the communicator still works
+        one = 1
+        call gcoll_allreduce(one, tot1, 1, GCOLL_INT32, GCOLL_SUM, comm, st)
+        call expect(st == GCOLL_SUCCESS .and. tot1(1) == nranks, 'allreduce after bad input')
+        call expect(len(gcoll_last_error()) == 0, 'gcoll_last_error() is "" after a success')
+    end subroutine
+end program test_bindings
