@@ -257,8 +257,9 @@ gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
  * | ONEBIT | 1 bit, plus one float scale per block | allgather of signs and scales |
  *
  * TOPK and ONEBIT gather every node's payload, so their traffic grows with
- * the number of nodes N: TOPK sends less than BF16 while (N-1) * ratio *
- * 8 < 2 * 2, ONEBIT while N is below about 64 (docs/design.md).
+ * the number of nodes N: TOPK with ratio r sends less than the exact
+ * allreduce while N < 1/r (less than BF16 while N < 1/(2r)); ONEBIT while
+ * N < 63 (N < 32).  docs/design.md has the byte counts.
  */
 /**@{*/
 typedef enum {

@@ -18,8 +18,10 @@ typedef struct {
     gcoll_compress_t  kind;
     /* Bytes of the payload of n elements. */
     size_t (*payload_bytes)(const gcoll_compress_params_t *p, size_t n);
-    /* Encode x[n] into payload (payload_bytes(n) bytes). */
-    void (*encode)(const gcoll_compress_params_t *p, const float *x, size_t n, void *payload);
+    /* Encode x[n] into payload (payload_bytes(n) bytes) and leave in x what
+     * the payload does not carry, x - decoded (in float32): the residual
+     * error feedback keeps, computed in the same pass. */
+    void (*encode)(const gcoll_compress_params_t *p, float *x, size_t n, void *payload);
     /* acc[i] += decoded payload[i], i < n. */
     void (*accumulate)(const gcoll_compress_params_t *p, const void *payload, size_t n,
                        float *acc);

@@ -9,11 +9,13 @@
 
 static size_t bf16_payload(const gcoll_compress_params_t *p, size_t n) { return n * 2; }
 
-static void bf16_encode(const gcoll_compress_params_t *p, const float *x, size_t n,
-                        void *payload)
+static void bf16_encode(const gcoll_compress_params_t *p, float *x, size_t n, void *payload)
 {
     uint16_t *h = payload;
-    for (size_t i = 0; i < n; i++) h[i] = gcoll_math_f32_to_bf16(x[i]);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = gcoll_math_f32_to_bf16(x[i]);
+        x[i] -= gcoll_math_bf16_to_f32(h[i]);
+    }
 }
 
 static void bf16_accumulate(const gcoll_compress_params_t *p, const void *payload, size_t n,

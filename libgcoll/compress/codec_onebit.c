@@ -21,8 +21,7 @@ static size_t onebit_payload(const gcoll_compress_params_t *p, size_t n)
 }
 
 
-static void onebit_encode(const gcoll_compress_params_t *p, const float *x, size_t n,
-                          void *payload)
+static void onebit_encode(const gcoll_compress_params_t *p, float *x, size_t n, void *payload)
 {
     float *scale = payload;
     unsigned char *bits = (unsigned char *)(scale + nblocks(p, n));
@@ -30,11 +29,13 @@ static void onebit_encode(const gcoll_compress_params_t *p, const float *x, size
     for (size_t b = 0, o = 0; o < n; b++, o += p->onebit_block) {
         size_t e = o + p->onebit_block < n ? o + p->onebit_block : n;
         double sum = 0;
+        for (size_t i = o; i < e; i++) sum += fabs((double)x[i]);
+        float s = scale[b] = (float)(sum / (double)(e - o));
         for (size_t i = o; i < e; i++) {
-            sum += fabs((double)x[i]);
-            if (!signbit(x[i])) bits[i / 8] |= (unsigned char)(1u << (i % 8));
+            int plus = !signbit(x[i]);
+            bits[i / 8] |= (unsigned char)((unsigned)plus << (i % 8));
+            x[i] -= plus ? s : -s;
         }
-        scale[b] = (float)(sum / (double)(e - o));
     }
 }
 

@@ -46,8 +46,7 @@ static uint32_t topk_threshold(const float *x, size_t n, size_t k, size_t *take_
     return prefix;
 }
 
-static void topk_encode(const gcoll_compress_params_t *p, const float *x, size_t n,
-                        void *payload)
+static void topk_encode(const gcoll_compress_params_t *p, float *x, size_t n, void *payload)
 {
     size_t k = gcoll_codec_topk_k(p, n), eq = 0, j = 0;
     if (!k) return;
@@ -59,6 +58,7 @@ static void topk_encode(const gcoll_compress_params_t *p, const float *x, size_t
         if (key > t || (key == t && eq && eq--)) {
             idx[j] = (uint32_t)i;
             val[j++] = x[i];
+            x[i] -= x[i];   /* 0, or NaN for an infinity: what x - decoded gives */
         }
     }
 }

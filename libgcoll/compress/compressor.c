@@ -40,7 +40,8 @@ struct gcoll_compressor {
     int                     L, l;       /* ranks per share group, my index in it */
     size_t                  share;      /* elements per share: ceil(count / L) */
     size_t                  stride;     /* bytes per payload slot, multiple of 8 */
-    float                  *work;       /* L * share: the padded tensor */
+    float                  *work;       /* L * share: the padded tensor, when
+                                         * count is not a multiple of L */
     float                  *resid;      /* share: error feedback (NULL: none) */
     unsigned char          *payload;    /* rail size * stride */
 };
@@ -88,10 +89,12 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
         return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "gcoll_compressor_create: a share of %zu "
                            "elements exceeds the codecs' 32-bit indices", c->share);
     c->stride = ceil_div(c->codec->payload_bytes(&c->p, c->share), 8) * 8;
-    c->work = calloc((size_t)c->L * c->share + 1, sizeof(float));
+    if ((size_t)c->L * c->share != c->count)   /* shares do not tile it: padded copy */
+        c->work = calloc((size_t)c->L * c->share, sizeof(float));
     c->resid = c->p.no_error_feedback ? NULL : calloc(c->share + 1, sizeof(float));
     c->payload = malloc((size_t)c->rail->size * c->stride + 8);
-    if (!c->work || (!c->resid && !c->p.no_error_feedback) || !c->payload)
+    if ((!c->work && (size_t)c->L * c->share != c->count) ||
+        (!c->resid && !c->p.no_error_feedback) || !c->payload)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create: no memory for a "
                            "tensor of %zu elements", c->count);
     gcoll_info("compressed allreduce (%s): %zu elements, shares of %zu on rails of %d, "
@@ -154,17 +157,14 @@ gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor)
 
 /* ---- the allreduce -------------------------------------------------------- */
 
-/* x += residual; payload = C(x); residual = x - decode(payload). */
+/* residual += x; payload = C(residual), leaving in residual what the
+ * payload misses (without error feedback x itself is encoded, and lost). */
 static void encode_share(gcoll_compressor_t c, float *x, void *payload)
 {
-    size_t n = c->share;
+    float *e = c->resid ? c->resid : x;
     if (c->resid)
-        for (size_t i = 0; i < n; i++) x[i] += c->resid[i];
-    c->codec->encode(&c->p, x, n, payload);
-    if (!c->resid) return;
-    memset(c->resid, 0, n * sizeof(float));
-    c->codec->accumulate(&c->p, payload, n, c->resid);   /* resid = decoded */
-    for (size_t i = 0; i < n; i++) c->resid[i] = x[i] - c->resid[i];
+        for (size_t i = 0; i < c->share; i++) e[i] = x[i] + e[i];
+    c->codec->encode(&c->p, e, c->share, payload);
 }
 
 /* Level 2: the share x of every node, combined compressed, into x. */
@@ -185,15 +185,26 @@ static gcoll_status_t rail_combine(gcoll_compressor_t c, float *x)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t compressed_levels(gcoll_compressor_t c, const float *src)
+/* The three levels, from src into dst.  When the shares tile the tensor
+ * exactly (count a multiple of L) they run on the caller's buffers, in
+ * place in dst; otherwise through the zero-padded work copy. */
+static gcoll_status_t compressed_levels(gcoll_compressor_t c, const float *src, float *dst)
 {
     size_t n = c->share, padded = (size_t)c->L * n;
-    float *x = c->work + (size_t)c->l * n;
-    memcpy(c->work, src, c->count * sizeof(float));   /* src may be dst: copy first */
-    memset(c->work + c->count, 0, (padded - c->count) * sizeof(float));
-    if (c->node) GCOLL_TRY(gcoll_reduce_scatter(c->work, x, n, GCOLL_FLOAT32, GCOLL_SUM, c->node));
+    int direct = padded == c->count;
+    float *buf = direct ? dst : c->work, *x = buf + (size_t)c->l * n;
+    if (!direct) {
+        memcpy(c->work, src, c->count * sizeof(float));   /* src may be dst: copy first */
+        memset(c->work + c->count, 0, (padded - c->count) * sizeof(float));
+        src = c->work;
+    }
+    if (c->node)   /* in place when src is buf: x is buf's block l */
+        GCOLL_TRY(gcoll_reduce_scatter(src, x, n, GCOLL_FLOAT32, GCOLL_SUM, c->node));
+    else if (src != x)
+        memcpy(x, src, n * sizeof(float));
     GCOLL_TRY(rail_combine(c, x));
-    if (c->node) GCOLL_TRY(gcoll_allgather(x, c->work, n, GCOLL_FLOAT32, c->node));
+    if (c->node) GCOLL_TRY(gcoll_allgather(x, buf, n, GCOLL_FLOAT32, c->node));
+    if (!direct) memcpy(dst, c->work, c->count * sizeof(float));
     return GCOLL_SUCCESS;
 }
 
@@ -246,13 +257,11 @@ gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, si
     }
     gcoll_stats_t node0 = { 0 }, rail0 = c->rail->stats, node1 = { 0 };
     if (c->node) node0 = c->node->stats;
-    GCOLL_TRY(compressed_levels(c, sendbuf));
     float *dst = recvbuf;
+    GCOLL_TRY(compressed_levels(c, sendbuf, dst));
     if (op == GCOLL_AVG) {
         float ranks = (float)c->comm->size;
-        for (size_t i = 0; i < count; i++) dst[i] = c->work[i] / ranks;
-    } else {
-        memcpy(dst, c->work, count * sizeof(float));
+        for (size_t i = 0; i < count; i++) dst[i] /= ranks;
     }
     if (c->node) node1 = c->node->stats;
     add_stats(&c->comm->stats, &node1, &node0);

@@ -53,13 +53,15 @@ static void topo_shape(struct gcoll_comm *c)
 /* The node's shared segment.  Every rank of the communicator must agree on
  * whether NODE steps exist (algorithm choice depends on it), so a failure on
  * any node turns them off everywhere, with a WARN. */
-static gcoll_status_t shm_init(struct gcoll_comm *c)
+static gcoll_status_t shm_init(struct gcoll_comm *c, MPI_Comm host_of)
 {
     if (MPI_Comm_split(c->mpi_comm, c->node, c->rank, &c->node_comm) != MPI_SUCCESS)
         return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split by node failed");
-    /* the ranks sharing this host's CPUs decide how long waiters may spin */
+    /* The ranks sharing this host's CPUs decide how long waiters may spin.
+     * A sub-communicator asks its parent's (host_of): its own two ranks of a
+     * node may share two CPUs with the parent's other ranks. */
     MPI_Comm host_comm;
-    if (MPI_Comm_split_type(c->mpi_comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
+    if (MPI_Comm_split_type(host_of, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
                             &host_comm) != MPI_SUCCESS)
         return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split_type(SHARED) failed");
     gcoll_status_t st = gcoll_shm_create(c->node_comm, host_comm, &c->shm);
@@ -231,7 +233,7 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
     MPI_Comm_rank(c->mpi_comm, &c->rank);
     MPI_Comm_size(c->mpi_comm, &c->size);
     if ((st = topo_init(c, parent)) != GCOLL_SUCCESS) goto err_free;
-    if ((st = shm_init(c)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = shm_init(c, parent ? parent->mpi_comm : c->mpi_comm)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
     gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",

@@ -1,7 +1,8 @@
 /* Unit test of the compression codecs (libgcoll/compress) against the
  * independent reference codecs of test/ref_codecs.h: for each codec, the
  * payload decoded by the library (accumulate into zeros) must equal the
- * reference's decoded vector bit for bit, over sizes 1..10^4, ties, signed
+ * reference's decoded vector bit for bit, and what encode leaves behind must
+ * be x - decoded (the error-feedback residual), over sizes 1..10^4, ties, signed
  * zeros, subnormals, infinities and NaN; plus payload sizes, TopK's index
  * order, parameter defaults and rejections.  Exit 0 on success, 1 on any
  * failure. */
@@ -71,26 +72,37 @@ static void fill(float *x, size_t n, int kind)
     if (kind == D_SPECIAL && n > 3) x[n / 3] = NAN;
 }
 
+/* Encode x with the library's codec: out = decoded payload (accumulated
+ * into +0.0), resid = what encode left in its copy of x. */
 static void decode(const gcoll_codec_t *c, const gcoll_compress_params_t *p, const float *x,
-                   size_t n, float *out)
+                   size_t n, float *out, float *resid)
 {
     unsigned char *payload = malloc(c->payload_bytes(p, n) + 8);
-    c->encode(p, x, n, payload);
+    memcpy(resid, x, n * sizeof(float));
+    c->encode(p, resid, n, payload);
     memset(out, 0, n * sizeof(float));
     c->accumulate(p, payload, n, out);
     free(payload);
 }
 
 /* got was accumulated into +0.0, so a decoded -0.0 reads +0.0 there: compare
- * with the reference added to +0.0 likewise (what the allreduce sums). */
-static void compare(const char *what, size_t n, int kind, const float *got, float *want)
+ * with the reference added to +0.0 likewise (what the allreduce sums).  The
+ * residual must be x - decoded (zeros of either sign alike). */
+static void compare(const char *what, size_t n, int kind, const float *x, const float *got,
+                    float *want, const float *resid)
 {
-    size_t bad = 0, first = 0;
+    size_t bad = 0, first = 0, rbad = 0, rfirst = 0;
     for (size_t i = 0; i < n; i++) want[i] = 0.0f + want[i];
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        float e = x[i] - want[i];
         if (!same(got[i], want[i]) && !bad++) first = i;
+        if (!(resid[i] == e || (isnan(resid[i]) && isnan(e))) && !rbad++) rfirst = i;
+    }
     CHECK(!bad, "%s n=%zu data=%d: %zu elements differ, first [%zu] %a vs reference %a", what, n,
           kind, bad, first, bad ? got[first] : 0.0, bad ? want[first] : 0.0);
+    CHECK(!rbad, "%s n=%zu data=%d: %zu residuals differ, first [%zu] %a vs x - decoded %a",
+          what, n, kind, rbad, rfirst, rbad ? resid[rfirst] : 0.0,
+          rbad ? x[rfirst] - want[rfirst] : 0.0);
 }
 
 static const size_t sizes[] = { 1, 2, 3, 7, 8, 9, 100, 1000, 2047, 2048, 2049, 4099, 10007 };
@@ -102,19 +114,20 @@ static void test_bf16(void)
     for (size_t s = 0; s < NSIZES; s++)
         for (int kind = 0; kind < D_KINDS; kind++) {
             size_t n = sizes[s];
-            float *x = malloc(n * 4), *got = malloc(n * 4), *want = malloc(n * 4);
+            float *x = malloc(n * 4), *got = malloc(n * 4), *want = malloc(n * 4),
+                  *resid = malloc(n * 4);
             fill(x, n, kind);
-            decode(&gcoll_codec_bf16, &p, x, n, got);
+            decode(&gcoll_codec_bf16, &p, x, n, got, resid);
             for (size_t i = 0; i < n; i++) want[i] = ref_bf16(x[i]);
-            compare("bf16", n, kind, got, want);
+            compare("bf16", n, kind, x, got, want, resid);
             CHECK(gcoll_codec_bf16.payload_bytes(&p, n) == 2 * n, "bf16 payload of %zu", n);
-            free(x), free(got), free(want);
+            free(x), free(got), free(want), free(resid);
         }
     /* rounding edges: halfway cases to even, and overflow to infinity */
     float edge[] = { 1.00390625f /* 1 + 2^-8: tie, to 1 */, 1.01171875f /* 1 + 3*2^-8: to 1+2^-6 */,
                      3.3999e38f /* past halfway above bf16's max: to inf */, -0.0f, 5e-39f };
-    float got[5];
-    decode(&gcoll_codec_bf16, &p, edge, 5, got);
+    float got[5], resid[5];
+    decode(&gcoll_codec_bf16, &p, edge, 5, got, resid);
     for (int i = 0; i < 5; i++)
         CHECK(same(got[i], 0.0f + ref_bf16(edge[i])), "bf16 edge %a: %a, want %a", edge[i], got[i],
               ref_bf16(edge[i]));
@@ -129,23 +142,25 @@ static void test_topk(void)
             for (int kind = 0; kind < D_KINDS; kind++) {
                 gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = ratios[r] };
                 size_t n = sizes[s], k = ref_topk_k(ratios[r], n);
-                float *x = malloc(n * 4), *got = malloc(n * 4), *want = malloc(n * 4);
+                float *x = malloc(n * 4), *got = malloc(n * 4), *want = malloc(n * 4),
+                      *resid = malloc(n * 4);
                 fill(x, n, kind);
-                decode(&gcoll_codec_topk, &p, x, n, got);
+                decode(&gcoll_codec_topk, &p, x, n, got, resid);
                 ref_topk_decode(x, n, k, want);
                 char what[64];
                 snprintf(what, sizeof what, "topk ratio %g", ratios[r]);
-                compare(what, n, kind, got, want);
+                compare(what, n, kind, x, got, want, resid);
                 CHECK(gcoll_codec_topk_k(&p, n) == k && gcoll_codec_topk.payload_bytes(&p, n) == 8 * k,
                       "topk k/payload for n=%zu ratio %g", n, ratios[r]);
                 /* indices strictly ascending and in range */
                 uint32_t *payload = malloc(8 * k + 8);
-                gcoll_codec_topk.encode(&p, x, n, payload);
+                memcpy(resid, x, n * 4);
+                gcoll_codec_topk.encode(&p, resid, n, payload);
                 int ok = 1;
                 for (size_t j = 0; j < k; j++)
                     ok &= payload[j] < n && (j == 0 || payload[j] > payload[j - 1]);
                 CHECK(ok, "topk indices ascending, n=%zu ratio %g data %d", n, ratios[r], kind);
-                free(payload), free(x), free(got), free(want);
+                free(payload), free(x), free(got), free(want), free(resid);
             }
 }
 
@@ -159,17 +174,18 @@ static void test_onebit(void)
                 gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_ONEBIT,
                                               .onebit_block = blocks[b] };
                 size_t n = sizes[s];
-                float *x = malloc(n * 4), *got = malloc(n * 4), *want = malloc(n * 4);
+                float *x = malloc(n * 4), *got = malloc(n * 4), *want = malloc(n * 4),
+                      *resid = malloc(n * 4);
                 fill(x, n, kind);
-                decode(&gcoll_codec_onebit, &p, x, n, got);
+                decode(&gcoll_codec_onebit, &p, x, n, got, resid);
                 ref_onebit_decode(x, n, blocks[b], want);
                 char what[64];
                 snprintf(what, sizeof what, "onebit block %zu", blocks[b]);
-                compare(what, n, kind, got, want);
+                compare(what, n, kind, x, got, want, resid);
                 size_t nb = (n + blocks[b] - 1) / blocks[b];
                 CHECK(gcoll_codec_onebit.payload_bytes(&p, n) == 4 * nb + (n + 7) / 8,
                       "onebit payload of n=%zu block %zu", n, blocks[b]);
-                free(x), free(got), free(want);
+                free(x), free(got), free(want), free(resid);
             }
 }
 
