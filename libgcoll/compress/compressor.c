@@ -1,8 +1,10 @@
 /* The compressor and the compressed allreduce.
  *
  * Three levels, each one call on a sub-communicator that keeps the parent's
- * node map (gcoll_comm_create_sub), so each level gets libgcoll's own
- * algorithm selection (shared memory in the node, UCX across):
+ * node map (gcoll_comm_levels: made once per communicator and shared by all
+ * its compressors, so fifty gradient buckets do not make a hundred UCX
+ * workers), so each level gets libgcoll's own algorithm selection (shared
+ * memory in the node, UCX across):
  *
  *   1. node:  exact float32 reduce-scatter of the (zero-padded) tensor:
  *             local rank l holds block l of its node's sum (its share);
@@ -36,7 +38,8 @@ struct gcoll_compressor {
     gcoll_compress_params_t p;
     const gcoll_codec_t    *codec;      /* NULL: exact allreduce */
     size_t                  count;
-    gcoll_comm_t            node, rail; /* levels 1/3 and 2; node NULL when L == 1 */
+    gcoll_comm_t            node, rail; /* levels 1/3 and 2 (NULL node: L == 1), owned
+                                         * by comm and shared (gcoll_comm_levels) */
     int                     L, l;       /* ranks per share group, my index in it */
     size_t                  share;      /* elements per share: ceil(count / L) */
     size_t                  stride;     /* bytes per payload slot, multiple of 8 */
@@ -59,8 +62,6 @@ static gcoll_status_t compressor_check(gcoll_compressor_t c, const char *fn)
 
 static void compressor_free(gcoll_compressor_t c)
 {
-    if (c->node) gcoll_comm_destroy(c->node);
-    if (c->rail) gcoll_comm_destroy(c->rail);
     free(c->work);
     free(c->resid);
     free(c->payload);
@@ -76,14 +77,12 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
         c->codec = NULL;   /* nothing crosses a node: exact */
         return GCOLL_SUCCESS;
     }
-    int hier = comm->nodes_uniform && comm->local_size > 1;
-    c->L = hier ? comm->local_size : 1;
-    c->l = hier ? comm->local_rank : 0;
-    if (hier) GCOLL_TRY(gcoll_comm_create_sub(comm, comm->node, comm->rank, &c->node));
-    GCOLL_TRY(gcoll_comm_create_sub(comm, c->l, comm->rank, &c->rail));
-    if (!hier)
-        gcoll_info("compressed allreduce: nodes of unequal size, every rank compresses its "
-                   "whole tensor");
+    GCOLL_TRY(gcoll_comm_levels(comm, &c->node, &c->rail));   /* shared, owned by comm */
+    c->L = c->node ? c->node->size : 1;
+    c->l = c->node ? c->node->rank : 0;
+    if (!c->node)
+        gcoll_info("compressed allreduce: nodes of unequal size (or of one rank), every rank "
+                   "compresses its whole tensor");
     c->share = ceil_div(c->count, (size_t)c->L);
     if (c->share > UINT32_MAX)
         return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "gcoll_compressor_create: a share of %zu "

@@ -169,6 +169,8 @@ static gcoll_status_t tl_init(struct gcoll_comm *c)
 
 static void comm_free(struct gcoll_comm *c)
 {
+    if (c->level_node) gcoll_comm_destroy(c->level_node);
+    if (c->level_rail) gcoll_comm_destroy(c->level_rail);
     if (c->shm) gcoll_shm_destroy(c->shm);
     if (c->node_comm != MPI_COMM_NULL) MPI_Comm_free(&c->node_comm);
     if (c->tl) c->tl->fini(c->tl_ctx);
@@ -267,6 +269,20 @@ gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gc
     gcoll_status_t st = comm_create(split, parent, sub);
     MPI_Comm_free(&split);
     return st;
+}
+
+gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_comm_t *rail)
+{
+    if (!comm->levels_made) {
+        int hier = comm->nodes_uniform && comm->local_size > 1;
+        int l = hier ? comm->local_rank : 0;
+        if (hier) GCOLL_TRY(gcoll_comm_create_sub(comm, comm->node, comm->rank, &comm->level_node));
+        GCOLL_TRY(gcoll_comm_create_sub(comm, l, comm->rank, &comm->level_rail));
+        comm->levels_made = 1;
+    }
+    *node = comm->level_node;
+    *rail = comm->level_rail;
+    return GCOLL_SUCCESS;
 }
 
 gcoll_status_t gcoll_comm_destroy(gcoll_comm_t comm)

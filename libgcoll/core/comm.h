@@ -46,6 +46,11 @@ struct gcoll_comm {
     const struct gcoll_tune_table *tune;  /* table in force: shared, immutable (select.c) */
 
     gcoll_stats_t         stats;
+
+    /* Level sub-communicators of composite operations (gcoll_comm_levels),
+     * made on first use, shared by every user, freed with this one. */
+    struct gcoll_comm    *level_node, *level_rail;
+    int                   levels_made;
 };
 
 /* GCOLL_SUCCESS if comm is a live communicator, else GCOLL_ERR_INVALID_ARG
@@ -57,6 +62,13 @@ gcoll_status_t gcoll_comm_check(gcoll_comm_t comm);
  * node map.  Collective over parent.  For composite operations (the
  * compressed allreduce's node and rail levels). */
 gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gcoll_comm_t *sub);
+
+/* The two levels of a hierarchical composite operation, shared by all its
+ * users and made on first call (collective over comm then; every rank
+ * must make its first call at the same point).  node: my node's ranks,
+ * when nodes are equal and hold several ranks, else NULL; rail: the ranks
+ * with my local index on every node (all of comm when node is NULL). */
+gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_comm_t *rail);
 
 /* Scratch of at least bytes, kept in the communicator. */
 gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch);
