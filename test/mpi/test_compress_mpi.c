@@ -349,6 +349,37 @@ static void test_bad_input(gcoll_comm_t comm)
     CHECK(gcoll_compressor_destroy(NULL) == GCOLL_SUCCESS, "destroy(NULL)");
 }
 
+/* Several compressors share the communicator's levels; they stay
+ * independent (each its own residual), and outlive the communicator only
+ * as handles that report it gone. */
+static void test_lifetimes(void)
+{
+    gcoll_comm_t comm2;
+    gcoll_compressor_t a, b;
+    gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.1 };
+    float x[1000], ya[1000], yb[1000];
+    CHECK(gcoll_comm_create(MPI_COMM_WORLD, &comm2) == GCOLL_SUCCESS, "comm2");
+    CHECK(gcoll_compressor_create(comm2, 1000, &p, &a) == GCOLL_SUCCESS &&
+          gcoll_compressor_create(comm2, 1000, &p, &b) == GCOLL_SUCCESS, "two compressors");
+    for (int t = 0; t < 3; t++) {   /* a runs twice per b call: residuals must not mix */
+        for (int i = 0; i < 1000; i++) x[i] = input(rank, (size_t)i, t);
+        gcoll_allreduce_compressed(x, ya, 1000, GCOLL_FLOAT32, GCOLL_SUM, a);
+        if (t == 1) gcoll_allreduce_compressed(x, ya, 1000, GCOLL_FLOAT32, GCOLL_SUM, a);
+    }
+    gcoll_compressor_reset(a);
+    for (int t = 0; t < 2; t++) {   /* after reset, a repeats what fresh b does */
+        for (int i = 0; i < 1000; i++) x[i] = input(rank, (size_t)i, t);
+        gcoll_allreduce_compressed(x, ya, 1000, GCOLL_FLOAT32, GCOLL_SUM, a);
+        gcoll_allreduce_compressed(x, yb, 1000, GCOLL_FLOAT32, GCOLL_SUM, b);
+        CHECK(!memcmp(ya, yb, sizeof ya), "reset compressor differs from a fresh one, call %d", t);
+    }
+    CHECK(gcoll_comm_destroy(comm2) == GCOLL_SUCCESS, "destroy comm2");
+    CHECK(gcoll_allreduce_compressed(x, ya, 1000, GCOLL_FLOAT32, GCOLL_SUM, a) ==
+          GCOLL_ERR_INVALID_ARG, "compressor of a destroyed communicator: %s", gcoll_last_error());
+    CHECK(gcoll_compressor_destroy(a) == GCOLL_SUCCESS && gcoll_compressor_destroy(b) ==
+          GCOLL_SUCCESS, "destroying compressors after their communicator");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -378,6 +409,7 @@ int main(int argc, char **argv)
     if (nnodes > 1) test_error_feedback(comm);
     test_traffic(comm);
     test_bad_input(comm);
+    test_lifetimes();
     gcoll_comm_destroy(comm);
     int all_failures = 0, all_checks = 0;
     MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
