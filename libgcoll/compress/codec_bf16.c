@@ -3,6 +3,12 @@
  * float32, relative error at most 2^-9 per element before error feedback.
  * The compressor sums BF16 payloads with a bfloat16 allreduce rather than
  * through accumulate(), so that the traffic stays halved at any node count. */
+/* Hot loops over whole gradients: O3 so gcc 12 vectorizes them (the
+ * library's -O2 does not; see core/reduce.c). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+
 #include <stdint.h>
 #include "compress/codec.h"
 #include "core/dtype_math.h"

@@ -105,7 +105,7 @@ static void compare(const char *what, size_t n, int kind, const float *x, const 
           rbad ? x[rfirst] - want[rfirst] : 0.0);
 }
 
-static const size_t sizes[] = { 1, 2, 3, 7, 8, 9, 100, 1000, 2047, 2048, 2049, 4099, 10007 };
+static const size_t sizes[] = { 1, 2, 3, 7, 8, 9, 100, 1000, 2047, 2048, 2049, 4099, 10007, 70001 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static void test_bf16(void)
