@@ -1,7 +1,10 @@
 #!/bin/bash
 # The Python binding (bindings/python/gcoll) under mpirun at 1, 2, 3 and 4
 # ranks, and 4 ranks as 2 simulated nodes: test_bindings.py compares every
-# collective with mpi4py's MPI and a serial reference.  Uses the libgcoll of
+# collective with mpi4py's MPI and a serial reference, test_compress.py the
+# compressed allreduce (gcoll.Compressor) with a serial reference of the
+# whole job; the latter also at 3 ranks as unequal nodes (2 + 1), where
+# every rank compresses its whole tensor.  Uses the libgcoll of
 # this build tree.  SKIP (77) without mpirun, or without a Python that has
 # numpy and mpi4py (Debian: python3-numpy python3-mpi4py).
 MPIRUN=${MPIRUN:-mpirun}
@@ -19,23 +22,26 @@ root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 exec 9>test/mpi/mpi-jobs.lock && flock 9
 export GCOLL_LIBRARY=$lib PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH}
 pass=0 fail=0
-run() {   # run NP [ENV=VALUE ...]
-    local np=$1; shift
+run() {   # run TEST NP [ENV=VALUE ...]
+    local test=$1 np=$2; shift 2
     local env=(); for e in "$@"; do env+=(-x "$e"); done
     local out; out=$(timeout -k 10 300 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
-        -n "$np" "${env[@]}" "$py" "$srcdir/test/python/test_bindings.py" 2>&1)
+        -n "$np" "${env[@]}" "$py" "$srcdir/test/python/$test.py" 2>&1)
     local rc=$?
     if [ $rc = 0 ] && grep -q "ranks: ok" <<<"$out"; then
-        echo "PASS: np=$np $* $(grep 'ranks: ok' <<<"$out")"; pass=$((pass + 1))
+        echo "PASS: $test np=$np $* $(grep 'ranks: ok' <<<"$out")"; pass=$((pass + 1))
     else
-        echo "FAIL: np=$np $* (exit $rc)"; tail -20 <<<"$out"; fail=$((fail + 1))
+        echo "FAIL: $test np=$np $* (exit $rc)"; tail -20 <<<"$out"; fail=$((fail + 1))
     fi
 }
 echo "python: $py ($("$py" -c 'import numpy, mpi4py; print("numpy", numpy.__version__, "mpi4py", mpi4py.__version__)'))"
-run 1
-run 2
-run 3
-run 4
-run 4 GCOLL_NODE_SIZE=2
+for test in test_bindings test_compress; do
+    run $test 1
+    run $test 2
+    run $test 3
+    run $test 4
+    run $test 4 GCOLL_NODE_SIZE=2
+done
+run test_compress 3 GCOLL_NODE_SIZE=2
 echo "run_bindings.sh: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -8,6 +8,8 @@
         x = np.ones(1 << 20, dtype=np.float32)
         comm.allreduce(x)                    # in place: x becomes the sum
         y = comm.allgather(x[:4])            # a new array of size * 4
+        with gcoll.Compressor(comm, x.size, gcoll.Compress.TOPK, topk_ratio=0.01) as c:
+            c.allreduce(x)                   # x: the sum, TopK-compressed between nodes
 
 Buffers are C-contiguous NumPy arrays, or any object with
 ``__cuda_array_interface__`` (CuPy, PyTorch CUDA tensors): libgcoll detects
@@ -19,6 +21,8 @@ A ``Comm`` is collective to create and to close, like the C
 ``gcoll_comm_create`` / ``gcoll_comm_destroy``: every rank must close its
 communicators in the same order, before MPI is finalized (``with`` or
 ``close()``).  One that is never closed is left to the process's exit.
+A ``Compressor`` (gradient compression between nodes, float32 only) is the
+same: collective to create and to close, closed before MPI is finalized.
 
 The library is ``$GCOLL_LIBRARY`` when set, else the libgcoll this package
 was installed with, else ``libgcoll.so.0`` on the loader's path.  It must
@@ -27,13 +31,15 @@ with the status and libgcoll's sentence; a bad argument caught here raises
 ``TypeError`` or ``ValueError`` before any rank communicates.
 """
 import ctypes
+import enum
 import os
 import warnings
 
 import numpy as np
 from mpi4py import MPI
 
-__all__ = ["Comm", "Error", "SUM", "PROD", "MIN", "MAX", "AVG", "library_path"]
+__all__ = ["Comm", "Compress", "Compressor", "Error", "SUM", "PROD", "MIN", "MAX", "AVG",
+           "library_path"]
 
 SUM, PROD, MIN, MAX, AVG = range(5)
 _OPS = {"sum": SUM, "prod": PROD, "min": MIN, "max": MAX, "avg": AVG}
@@ -56,6 +62,21 @@ class Error(RuntimeError):
         self.status = status
         self.status_name = _STATUS[status] if 0 <= status < len(_STATUS) else str(status)
         super().__init__(f"{self.status_name}: {message}")
+
+
+class Compress(enum.IntEnum):
+    """Codecs of ``Compressor``: gcoll_compress_t, the same values (an int
+    passes straight through to C)."""
+    NONE = 0     # exact float32 allreduce
+    BF16 = 1     # round to bfloat16, nearest-even
+    TOPK = 2     # keep the ceil(ratio * n) largest magnitudes
+    ONEBIT = 3   # sign per element, mean magnitude per block as its scale
+
+
+class _CompressParams(ctypes.Structure):
+    """gcoll_compress_params_t, field for field (zero means the default)."""
+    _fields_ = [("kind", ctypes.c_int), ("topk_ratio", ctypes.c_double),
+                ("onebit_block", ctypes.c_size_t), ("no_error_feedback", ctypes.c_int)]
 
 
 class _Stats(ctypes.Structure):
@@ -96,6 +117,12 @@ def _load():
         "gcoll_reduce_scatter": (st, [vp, vp, sz, i, i, vp]),
         "gcoll_alltoall": (st, [vp, vp, sz, i, vp]),
         "gcoll_barrier": (st, [vp]),
+        "gcoll_compressor_create": (st, [vp, sz, ctypes.POINTER(_CompressParams),
+                                         ctypes.POINTER(vp)]),
+        "gcoll_compressor_destroy": (st, [vp]),
+        "gcoll_compressor_reset": (st, [vp]),
+        "gcoll_allreduce_compressed": (st, [vp, vp, sz, i, i, vp]),
+        "gcoll_compress_name": (ctypes.c_char_p, [i]),
         "gcoll_last_error": (ctypes.c_char_p, []),
     }
     for name, (res, args) in sigs.items():
@@ -169,6 +196,24 @@ def _op(op):
     if op not in range(5):
         raise ValueError(f"unknown op {op!r}; use gcoll.SUM, PROD, MIN, MAX or AVG")
     return op
+
+
+def _kind(kind):
+    """A Compress member from a member, its value or its name ("topk")."""
+    try:
+        return Compress[kind.upper()] if isinstance(kind, str) else Compress(kind)
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown codec {kind!r}; use gcoll.Compress.NONE, BF16, TOPK or "
+                         f"ONEBIT") from None
+
+
+def _size(value, what):
+    """A non-negative int for a size_t argument (ctypes would wrap a negative one)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{what} must be >= 0, not {value}")
+    return int(value)
 
 
 class Comm:
@@ -302,3 +347,80 @@ class Comm:
     def barrier(self):
         """Return once every rank has entered."""
         _check(_libgcoll().gcoll_barrier(self._handle()))
+
+
+class Compressor:
+    """A compressed float32 allreduce for one tensor of ``count`` elements on
+    a ``Comm`` (collective to create): exact within a node, compressed with
+    ``kind`` between nodes (see gcoll.h, "Gradient compression").  ``kind``
+    is a ``Compress`` member, its value or its name ("topk").
+
+    With ``error_feedback`` (the default) what a call's compression drops is
+    added to the next call's input, so the compressor carries state: use one
+    per tensor (gradient bucket), once per step, and ``reset()`` it when the
+    model is reloaded.  ``topk_ratio`` (TOPK, in (0, 1]) and ``onebit_block``
+    (ONEBIT) left at 0 take libgcoll's defaults (0.01 and 2048); a ratio
+    outside (0, 1] raises ``gcoll.Error`` (GCOLL_ERR_INVALID_ARG) on every rank.
+    Host arrays only for now (libgcoll: GCOLL_ERR_NOT_SUPPORTED for CUDA).
+    """
+
+    def __init__(self, comm, count, kind, topk_ratio=0.0, onebit_block=0, error_feedback=True):
+        if not isinstance(comm, Comm):
+            raise TypeError(f"comm must be a gcoll.Comm, not {type(comm).__name__}")
+        self.count, self.kind = _size(count, "count"), _kind(kind)
+        params = _CompressParams(self.kind, float(topk_ratio),
+                                 _size(onebit_block, "onebit_block"), 0 if error_feedback else 1)
+        self._h = ctypes.c_void_p()
+        _check(_libgcoll().gcoll_compressor_create(comm._handle(), self.count,
+                                                   ctypes.byref(params), ctypes.byref(self._h)))
+        self._comm = comm   # its _recv checks recvbuf like every other call's
+
+    # -- life: as Comm's, since destroying is collective too ----------------
+    def close(self):
+        """Destroy the compressor (collective).  Idempotent."""
+        if self._h:
+            h, self._h = self._h, None
+            _check(_libgcoll().gcoll_compressor_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        # never destroy here: the other ranks are not calling too.  At
+        # interpreter exit the warnings machinery may already be torn down.
+        if getattr(self, "_h", None):
+            try:
+                warnings.warn("gcoll.Compressor never closed: closing is collective, so it "
+                              "is left to process exit", ResourceWarning, stacklevel=2)
+            except Exception:   # noqa: BLE001 - nothing to report to any more
+                pass
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("this gcoll.Compressor is closed")
+        return self._h
+
+    def reset(self):
+        """Zero the error-feedback residuals (local, not collective)."""
+        _check(_libgcoll().gcoll_compressor_reset(self._handle()))
+
+    def allreduce(self, sendbuf, recvbuf=None, op=SUM):
+        """recvbuf = sum (SUM) or mean (AVG) over ranks of sendbuf, float32 of
+        ``count`` elements; in place on sendbuf when recvbuf is None or
+        sendbuf itself.  Returns the result array.  Every rank ends with the
+        same bits."""
+        h, op = self._handle(), _op(op)
+        in_place = recvbuf is None or recvbuf is sendbuf
+        s = _Buf(sendbuf, "sendbuf (reduced in place)" if in_place else "sendbuf", in_place)
+        if s.dtype != np.float32:
+            raise TypeError(f"sendbuf has dtype {s.dtype}; compressed allreduce takes float32 "
+                            f"gradients only")
+        if s.size != self.count:
+            raise ValueError(f"sendbuf has {s.size} elements, the compressor was made for "
+                             f"{self.count}")
+        r, recvbuf = (s, sendbuf) if in_place else self._comm._recv(s, recvbuf, self.count)
+        _check(_libgcoll().gcoll_allreduce_compressed(s.ptr, r.ptr, s.size, s.gdtype, op, h))
+        return recvbuf
