@@ -86,9 +86,11 @@ def check_spack(srcdir, options):
     exec(compile(open(path).read(), path, "exec"), ns)
     cls = ns["Libgcoll"]
     check("main" in rec.versions, "spack: a version to build from (main)")
-    check({"ucx", "hwloc", "python"} <= set(rec.variants), "spack: variants ucx, hwloc, python")
+    check({"ucx", "hwloc", "python", "fortran"} <= set(rec.variants),
+          "spack: variants ucx, hwloc, python, fortran")
     check(any(d == "mpi" for d, _ in rec.deps), "spack: depends on mpi")
-    for on in itertools.product(*[[None, v] for v in ("ucx", "hwloc", "cuda", "python")]):
+    for on in itertools.product(*[[None, v] for v in ("ucx", "hwloc", "cuda", "python",
+                                                      "fortran")]):
         pkg = cls.__new__(cls)
         pkg.spec = FakeSpec(v for v in on if v)
         args = pkg.configure_args()
@@ -100,6 +102,9 @@ def check_spack(srcdir, options):
             if not any(a.startswith(want) for a in args):
                 check(False, f"spack: {dep} {'on' if dep in pkg.spec.on else 'off'} "
                              f"passes {want}")
+        want = "--enable-fortran" if "fortran" in pkg.spec.on else "--disable-fortran"
+        check(want in args, f"spack: fortran {'on' if 'fortran' in pkg.spec.on else 'off'} "
+                            f"passes {want}")
 
 
 # ----------------------------------------------------------- easybuild ----

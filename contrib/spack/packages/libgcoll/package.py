@@ -24,6 +24,7 @@ class Libgcoll(AutotoolsPackage, CudaPackage):
     variant("ucx", default=True, description="UCX transport between nodes (else MPI point-to-point)")
     variant("hwloc", default=True, description="hwloc topology: NUMA, GPU and NIC locality")
     variant("python", default=False, description="Install the Python binding (mpi4py + NumPy)")
+    variant("fortran", default=False, description="Build the Fortran 2008 binding (mpi_f08)")
 
     depends_on("c", type="build")
     depends_on("autoconf", type="build")
@@ -39,6 +40,7 @@ class Libgcoll(AutotoolsPackage, CudaPackage):
     depends_on("python@3.7:", when="+python", type=("build", "run"))
     depends_on("py-numpy", when="+python", type="run")
     depends_on("py-mpi4py", when="+python", type="run")
+    depends_on("fortran", when="+fortran", type="build")
 
     def autoreconf(self, spec, prefix):
         # a release tarball (make dist) has configure; a git checkout has not
@@ -48,6 +50,8 @@ class Libgcoll(AutotoolsPackage, CudaPackage):
     def setup_build_environment(self, env):
         if self.spec.satisfies("+python"):
             env.set("PYTHON", self.spec["python"].command.path)
+        if self.spec.satisfies("+fortran"):
+            env.set("MPIFC", self.spec["mpi"].mpifc)
 
     def configure_args(self):
         spec = self.spec
@@ -57,4 +61,5 @@ class Libgcoll(AutotoolsPackage, CudaPackage):
                 args.append("--with-{0}={1}".format(dep, spec[dep].prefix))
             else:
                 args.append("--without-" + dep)
+        args.append("--enable-fortran" if spec.satisfies("+fortran") else "--disable-fortran")
         return args
