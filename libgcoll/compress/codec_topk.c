@@ -7,7 +7,8 @@
  * order of |x|, with NaN above infinity (so a NaN gradient is always sent
  * and reaches every rank, as it would uncompressed).  Histogram passes fix
  * the k-th largest key one digit at a time: O(n), no data-dependent worst
- * case, unlike quickselect. */
+ * case, unlike quickselect; for small k a sampled lower bound first cuts
+ * the keys to select from to a few times k (topk_threshold). */
 /* Hot loops over whole gradients: O3 so gcc 12 vectorizes them (the
  * library's -O2 does not; see core/reduce.c). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -15,6 +16,7 @@
 #endif
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "compress/codec.h"
 
@@ -31,12 +33,20 @@ static size_t topk_payload(const gcoll_compress_params_t *p, size_t n)
 }
 
 
-/* The k-th largest key, and how many keys equal to it are kept (all keys
- * above it are).  Three histogram passes over digits of 11, 11 and 10
+/* Key i: of the floats x, or taken from keys when that is not NULL (gcc
+ * unswitches the loop-invariant test). */
+static uint32_t key_at(const float *x, const uint32_t *keys, size_t i)
+{
+    return keys ? keys[i] : mag_key(x[i]);
+}
+
+/* The k-th largest of n keys, and how many keys equal to it are kept (all
+ * keys above it are).  Three histogram passes over digits of 11, 11 and 10
  * bits.  Each pass counts into four interleaved histograms (32 KiB: L1),
  * because neighbouring gradients often share a digit and a single counter
  * would serialise on its own increments. */
-static uint32_t topk_threshold(const float *x, size_t n, size_t k, size_t *take_equal)
+static uint32_t radix_select(const float *x, const uint32_t *keys, size_t n, size_t k,
+                             size_t *take_equal)
 {
     static const int width[3] = { 11, 11, 10 };
     uint32_t hist[4][1u << 11], prefix = 0, mask = 0;
@@ -48,11 +58,11 @@ static uint32_t topk_threshold(const float *x, size_t n, size_t k, size_t *take_
         size_t i = 0;
         for (; i + 4 <= n; i += 4)
             for (int h = 0; h < 4; h++) {
-                uint32_t key = mag_key(x[i + (size_t)h]);
+                uint32_t key = key_at(x, keys, i + (size_t)h);
                 hist[h][(key >> shift) & digit_mask] += (key & mask) == prefix;
             }
         for (; i < n; i++) {
-            uint32_t key = mag_key(x[i]);
+            uint32_t key = key_at(x, keys, i);
             hist[0][(key >> shift) & digit_mask] += (key & mask) == prefix;
         }
         uint32_t b = digit_mask;
@@ -66,6 +76,38 @@ static uint32_t topk_threshold(const float *x, size_t n, size_t k, size_t *take_
     }
     *take_equal = need;
     return prefix;
+}
+
+#define SAMPLE 1024   /* keys sampled to guess a lower bound of the threshold */
+
+/* The k-th largest key of x, in one pass over x when k is small.  A
+ * strided sample guesses a bound t0 that about 2k + n/64 keys exceed; one
+ * pass copies the keys >= t0 (if there are at least k, and not more than
+ * the buffer's twice that, they include every key the top k needs) and the
+ * radix select runs on those few.  Otherwise (a bad guess, k large, n small, no
+ * memory) it runs on all of x.  Same answer either way: only the work
+ * differs. */
+static uint32_t topk_threshold(const float *x, size_t n, size_t k, size_t *take_equal)
+{
+    size_t want = 2 * k * SAMPLE / (n ? n : 1) + 16, cap = 2 * want * (n / SAMPLE) + 64;
+    uint32_t *cand = n >= 8 * SAMPLE && want < SAMPLE / 2 ? malloc(cap * sizeof(uint32_t)) : NULL;
+    if (cand) {
+        uint32_t sample[SAMPLE];
+        size_t eq, c = 0;
+        for (size_t j = 0; j < SAMPLE; j++) sample[j] = mag_key(x[j * (n / SAMPLE)]);
+        uint32_t t0 = radix_select(NULL, sample, SAMPLE, want, &eq);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t key = mag_key(x[i]);
+            if (key >= t0) {
+                if (c < cap) cand[c] = key;
+                c++;
+            }
+        }
+        uint32_t t = c >= k && c <= cap ? radix_select(NULL, cand, c, k, take_equal) : 0;
+        free(cand);
+        if (c >= k && c <= cap) return t;
+    }
+    return radix_select(x, NULL, n, k, take_equal);
 }
 
 static void topk_encode(const gcoll_compress_params_t *p, float *x, size_t n, void *payload)
