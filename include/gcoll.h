@@ -246,13 +246,20 @@ gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
  * added to that share in the next call (residual e, kept per compressor:
  * x = g + e; send C(x); e = x - C(x)), so over many steps nothing is lost:
  * the sum of the outputs of T calls differs from the sum of the exact
- * results by the residuals left after call T, which stay bounded.  One
- * compressor therefore belongs to one tensor (one gradient bucket) and one
- * communicator, and is used once per training step.
+ * results by the residuals left after call T, which stay bounded.  A
+ * residual that is not finite is dropped: an Inf or NaN gradient (an
+ * overflow step under dynamic loss scaling) reaches that call's result, as
+ * uncompressed, and later calls are clean.  One compressor therefore
+ * belongs to one tensor (one gradient bucket, of a fixed count: a new
+ * bucket layout needs new compressors, and starts without residuals) and
+ * one communicator, and is used once per training step.  Compressors of one
+ * communicator share its node and rail sub-communicators (made by the
+ * first gcoll_compressor_create); like all calls on one communicator, their
+ * calls must not run concurrently.
  *
  * | codec | on the wire per element | inter-node exchange |
  * | --- | --- | --- |
- * | BF16 | 2 bytes | allreduce in bfloat16 (float32 accumulation per step) |
+ * | BF16 | 2 bytes | alltoall, float32 sum at the chunk's owner, rounded again with the owner's own residual, allgather |
  * | TOPK | 8 bytes per kept element (index, value) | allgather of the kept pairs |
  * | ONEBIT | 1 bit, plus one float scale per block | allgather of signs and scales |
  *
@@ -283,14 +290,17 @@ typedef struct gcoll_compressor *gcoll_compressor_t;
 
 /**
  * Create a compressor for tensors of @p count float32 elements on @p comm.
- * Collective over @p comm (it builds node and rail sub-communicators).
- * @return GCOLL_ERR_INVALID_ARG for an unknown kind, a ratio outside (0, 1]
- *         or NULL pointers; GCOLL_ERR_NO_MEMORY.
+ * Collective over @p comm; every rank must pass the same count and
+ * parameters.
+ * @return GCOLL_ERR_INVALID_ARG on every rank for an unknown kind, a ratio
+ *         outside (0, 1], or ranks passing different counts or parameters
+ *         (and for NULL pointers); GCOLL_ERR_NO_MEMORY.
  */
 gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
                                        const gcoll_compress_params_t *params,
                                        gcoll_compressor_t *compressor);
-/** Free a compressor.  Collective over its communicator.  NULL is ignored. */
+/** Free a compressor (local: no communication; call it on every rank).
+ *  Valid after its communicator was destroyed.  NULL is ignored. */
 gcoll_status_t gcoll_compressor_destroy(gcoll_compressor_t compressor);
 /** Zero the error-feedback residuals (e.g. when the model is reloaded). */
 gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor);

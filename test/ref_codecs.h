@@ -26,7 +26,8 @@ static inline float ref_bf16(float x)
 static inline size_t ref_topk_k(double ratio, size_t n)
 {
     if (n == 0) return 0;
-    size_t k = (size_t)ceil(ratio * (double)n);
+    double x = ratio * (double)n;   /* ceil, forgiving binary rounding error */
+    size_t k = (size_t)ceil(x * (1 - 1e-12));
     return k < 1 ? 1 : k > n ? n : k;
 }
 
@@ -58,6 +59,7 @@ static inline void ref_topk_decode(const float *x, size_t n, size_t k, float *ou
 /* out_i = +s or -s by the sign of x_i, s the mean |x| of i's block. */
 static inline void ref_onebit_decode(const float *x, size_t n, size_t block, float *out)
 {
+    if (block > n) block = n;   /* one scale for all */
     for (size_t o = 0; o < n; o += block) {
         size_t e = o + block < n ? o + block : n;
         double sum = 0;

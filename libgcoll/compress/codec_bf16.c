@@ -1,8 +1,9 @@
 /* BF16: each float32 rounded to bfloat16 (nearest-even, the same conversion
  * as the GCOLL_BFLOAT16 reductions: core/dtype_math.h).  Half the bytes of
- * float32, relative error at most 2^-9 per element before error feedback.
- * The compressor sums BF16 payloads with a bfloat16 allreduce rather than
- * through accumulate(), so that the traffic stays halved at any node count. */
+ * float32, relative error at most 2^-8 per element before error feedback.
+ * The compressor exchanges BF16 payloads in two phases (compressor.c:
+ * rail_bf16) rather than by allgather, so that the traffic stays halved at
+ * any node count. */
 /* Hot loops over whole gradients: O3 so gcc 12 vectorizes them (the
  * library's -O2 does not; see core/reduce.c). */
 #if defined(__GNUC__) && !defined(__clang__)

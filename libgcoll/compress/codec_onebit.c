@@ -16,9 +16,17 @@
 #include <string.h>
 #include "compress/codec.h"
 
+/* Elements per scale: onebit_block, at most n (a huge block means one
+ * scale for all, and must not overflow the arithmetic below). */
+static size_t block_of(const gcoll_compress_params_t *p, size_t n)
+{
+    return p->onebit_block < n ? p->onebit_block : n ? n : 1;
+}
+
 static size_t nblocks(const gcoll_compress_params_t *p, size_t n)
 {
-    return (n + p->onebit_block - 1) / p->onebit_block;
+    size_t b = block_of(p, n);
+    return n / b + (n % b != 0);
 }
 
 static size_t onebit_payload(const gcoll_compress_params_t *p, size_t n)
@@ -66,8 +74,9 @@ static void onebit_encode(const gcoll_compress_params_t *p, float *x, size_t n, 
         for (size_t i = n / 8 * 8; i < n; i++) b |= (~f32_bits(x[i]) >> 31) << (i % 8);
         bits[n / 8] = (unsigned char)b;
     }
-    for (size_t b = 0, o = 0; o < n; b++, o += p->onebit_block) {
-        size_t e = o + p->onebit_block < n ? o + p->onebit_block : n;
+    size_t blk = block_of(p, n);
+    for (size_t b = 0, o = 0; o < n; b++, o += blk) {
+        size_t e = n - o > blk ? o + blk : n;
         double sum = 0;
         for (size_t i = o; i < e; i++) sum += fabs((double)x[i]);
         scale[b] = (float)(sum / (double)(e - o));
@@ -81,8 +90,9 @@ static void onebit_accumulate(const gcoll_compress_params_t *p, const void *payl
 {
     const float *scale = payload;
     const unsigned char *bits = (const unsigned char *)(scale + nblocks(p, n));
-    for (size_t b = 0, o = 0; o < n; b++, o += p->onebit_block) {
-        size_t e = o + p->onebit_block < n ? o + p->onebit_block : n;
+    size_t blk = block_of(p, n);
+    for (size_t b = 0, o = 0; o < n; b++, o += blk) {
+        size_t e = n - o > blk ? o + blk : n;
         uint32_t sb = f32_bits(scale[b]);
         for (size_t i = o; i < e; i++) acc[i] += signed_scale(sb, (bits[i / 8] >> (i % 8)) & 1u);
     }

@@ -44,6 +44,8 @@ gcoll_status_t gcoll_codec_params(const gcoll_compress_params_t *in, gcoll_compr
 size_t gcoll_codec_topk_k(const gcoll_compress_params_t *p, size_t n)
 {
     if (n == 0) return 0;
-    double k = ceil(p->topk_ratio * (double)n);
+    /* ratio * n rounded up, but not past an integer that rounding error
+     * overshot (0.07 * 100 is 7.000000000000001 in binary) */
+    double x = p->topk_ratio * (double)n, k = ceil(x - x * 1e-12);
     return k < 1 ? 1 : k > (double)n ? n : (size_t)k;
 }

@@ -23,10 +23,12 @@
  * rail is the whole communicator): still correct, with intra-node traffic
  * compressed as well.  Residuals belong to the share, so a compressor is
  * tied to one tensor, one communicator and this partition. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "compress/codec.h"
+#include "core/dtype_math.h"
 #include "core/comm.h"
 #include "core/live.h"
 #include "core/log.h"
@@ -43,10 +45,12 @@ struct gcoll_compressor {
     int                     L, l;       /* ranks per share group, my index in it */
     size_t                  share;      /* elements per share: ceil(count / L) */
     size_t                  stride;     /* bytes per payload slot, multiple of 8 */
+    size_t                  chunk;      /* BF16: elements of the share each rail rank owns */
     float                  *work;       /* L * share: the padded tensor, when
                                          * count is not a multiple of L */
     float                  *resid;      /* share: error feedback (NULL: none) */
-    unsigned char          *payload;    /* rail size * stride */
+    float                  *owner_resid; /* BF16: chunk, the owner's error feedback */
+    unsigned char          *payload;    /* gather: rail size * stride; BF16: see rail_bf16 */
 };
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -64,6 +68,7 @@ static void compressor_free(gcoll_compressor_t c)
 {
     free(c->work);
     free(c->resid);
+    free(c->owner_resid);
     free(c->payload);
     free(c);
 }
@@ -84,21 +89,53 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
         gcoll_info("compressed allreduce: nodes of unequal size (or of one rank), every rank "
                    "compresses its whole tensor");
     c->share = ceil_div(c->count, (size_t)c->L);
-    if (c->share > UINT32_MAX)
+    if (c->codec->kind == GCOLL_COMPRESS_TOPK && c->share > UINT32_MAX)
         return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "gcoll_compressor_create: a share of %zu "
-                           "elements exceeds the codecs' 32-bit indices", c->share);
-    c->stride = ceil_div(c->codec->payload_bytes(&c->p, c->share), 8) * 8;
+                           "elements exceeds TopK's 32-bit indices", c->share);
+    size_t N = (size_t)c->rail->size, bytes;
+    int ef = !c->p.no_error_feedback;
+    if (c->codec->kind == GCOLL_COMPRESS_BF16) {   /* send and receive N chunks, own one */
+        c->chunk = ceil_div(c->share, N);
+        c->stride = c->chunk * sizeof(uint16_t);
+        bytes = (2 * N + 1) * c->stride;
+        c->owner_resid = ef ? calloc(c->chunk + 1, sizeof(float)) : NULL;
+    } else {
+        c->stride = ceil_div(c->codec->payload_bytes(&c->p, c->share), 8) * 8;
+        bytes = N * c->stride;
+    }
     if ((size_t)c->L * c->share != c->count)   /* shares do not tile it: padded copy */
         c->work = calloc((size_t)c->L * c->share, sizeof(float));
-    c->resid = c->p.no_error_feedback ? NULL : calloc(c->share + 1, sizeof(float));
-    c->payload = malloc((size_t)c->rail->size * c->stride + 8);
-    if ((!c->work && (size_t)c->L * c->share != c->count) ||
-        (!c->resid && !c->p.no_error_feedback) || !c->payload)
+    c->resid = ef ? calloc(c->share + 1, sizeof(float)) : NULL;
+    c->payload = malloc(bytes + 8);
+    if ((!c->work && (size_t)c->L * c->share != c->count) || (ef && !c->resid) ||
+        (ef && c->chunk && !c->owner_resid) || !c->payload)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create: no memory for a "
                            "tensor of %zu elements", c->count);
     gcoll_info("compressed allreduce (%s): %zu elements, shares of %zu on rails of %d, "
                "%zu payload bytes per share", c->codec->name, c->count, c->share, c->rail->size,
                c->stride);
+    return GCOLL_SUCCESS;
+}
+
+/* Every rank must pass the same parameters and count, or the ranks would
+ * build different levels and exchange payloads of different sizes (a hang,
+ * or garbage).  One MIN and one MAX reduction tell every rank alike whether
+ * all are valid and equal, before anything collective depends on them. */
+static gcoll_status_t agree(gcoll_comm_t comm, int valid, const gcoll_compress_params_t *p,
+                            size_t count)
+{
+    double mine[6] = { valid, p->kind, p->topk_ratio, (double)p->onebit_block,
+                       p->no_error_feedback, (double)count }, lo[6], hi[6];
+    MPI_Allreduce(mine, lo, 6, MPI_DOUBLE, MPI_MIN, comm->mpi_comm);
+    MPI_Allreduce(mine, hi, 6, MPI_DOUBLE, MPI_MAX, comm->mpi_comm);
+    if (!lo[0])
+        return valid ? GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_create: another "
+                                   "rank passed invalid parameters")
+                     : GCOLL_ERR_INVALID_ARG;   /* this rank's sentence is already set */
+    for (int i = 1; i < 6; i++)
+        if (lo[i] != hi[i])
+            return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_create: ranks passed "
+                               "different %s", i == 5 ? "counts" : "compression parameters");
     return GCOLL_SUCCESS;
 }
 
@@ -108,27 +145,34 @@ gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
 {
     gcoll_error_clear();
     GCOLL_TRY(gcoll_comm_check(comm));
-    if (!params || !compressor)
+    if (!params || !compressor)   /* a caller error on every rank alike */
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_create: %s is NULL",
                            params ? "compressor" : "params");
     *compressor = NULL;
+    gcoll_compress_params_t p;
+    gcoll_status_t st = gcoll_codec_params(params, &p);
+    GCOLL_TRY(agree(comm, st == GCOLL_SUCCESS, st == GCOLL_SUCCESS ? &p : params, count));
     gcoll_compressor_t c = calloc(1, sizeof(*c));
-    if (!c) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a compressor");
-    c->comm = comm;
-    c->count = count;
-    gcoll_status_t st = gcoll_codec_params(params, &c->p);
-    if (st == GCOLL_SUCCESS) {
-        c->codec = gcoll_codec_find(c->p.kind);
+    if (c) {
+        c->comm = comm;
+        c->count = count;
+        c->p = p;
+        c->codec = gcoll_codec_find(p.kind);
         st = compressor_build(c);
+        if (st == GCOLL_SUCCESS && gcoll_live_add(c) != GCOLL_SUCCESS)
+            st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the compressor");
+    } else {
+        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a compressor");
     }
     /* a failure on one rank (memory) must not leave the others holding a
      * compressor whose collectives would hang */
     int bad = st != GCOLL_SUCCESS, any_bad = 0;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
-    if (!any_bad && gcoll_live_add(c) != GCOLL_SUCCESS)
-        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the compressor");
-    if (any_bad || st != GCOLL_SUCCESS) {
-        compressor_free(c);
+    if (any_bad) {
+        if (c) {
+            gcoll_live_remove(c);
+            compressor_free(c);
+        }
         return st != GCOLL_SUCCESS ? st
                : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create failed on another rank");
     }
@@ -151,10 +195,21 @@ gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor)
     gcoll_error_clear();
     GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_reset"));
     if (compressor->resid) memset(compressor->resid, 0, compressor->share * sizeof(float));
+    if (compressor->owner_resid)
+        memset(compressor->owner_resid, 0, compressor->chunk * sizeof(float));
     return GCOLL_SUCCESS;
 }
 
 /* ---- the allreduce -------------------------------------------------------- */
+
+/* Error feedback keeps only finite residuals: an Inf or NaN gradient
+ * (an overflow step under dynamic loss scaling) is sent as it is and
+ * reaches the result, as it would uncompressed, but must not poison every
+ * later step through the residual. */
+static void keep_finite(float *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) e[i] = isfinite(e[i]) ? e[i] : 0.0f;
+}
 
 /* residual += x; payload = C(residual), leaving in residual what the
  * payload misses (without error feedback x itself is encoded, and lost). */
@@ -164,24 +219,57 @@ static void encode_share(gcoll_compressor_t c, float *x, void *payload)
     if (c->resid)
         for (size_t i = 0; i < c->share; i++) e[i] = x[i] + e[i];
     c->codec->encode(&c->p, e, c->share, payload);
+    if (c->resid) keep_finite(e, c->share);
+}
+
+/* TopK, 1-bit: every rail rank's payload to every other (allgather), each
+ * decoded and summed in rail (node) order into x. */
+static gcoll_status_t rail_gather(gcoll_compressor_t c, float *x)
+{
+    unsigned char *mine = c->payload + (size_t)c->rail->rank * c->stride;
+    encode_share(c, x, mine);
+    memset(x, 0, c->share * sizeof(float));
+    GCOLL_TRY(gcoll_allgather(mine, c->payload, c->stride, GCOLL_UINT8, c->rail));
+    for (int k = 0; k < c->rail->size; k++)
+        c->codec->accumulate(&c->p, c->payload + (size_t)k * c->stride, c->share, x);
+    return GCOLL_SUCCESS;
+}
+
+/* BF16: the two-phase exchange of 1-bit Adam's compressed allreduce, with
+ * bfloat16 both ways.  The share, encoded and cut into N chunks, goes out
+ * by alltoall; rail rank j sums chunk j of every node in float32 (rail
+ * order), adds its own residual, rounds to bfloat16 once more, keeps what
+ * that drops, and the rounded chunks come back by allgather.  Bytes as a
+ * bfloat16 allreduce (2 per element, at any N), but every rounding is fed
+ * back: a plain bfloat16 allreduce re-rounds partial sums that no residual
+ * sees, and its error grows with the number of steps.
+ * payload: send[N * chunk], recv[N * chunk], own[chunk], bfloat16. */
+static gcoll_status_t rail_bf16(gcoll_compressor_t c, float *x)
+{
+    size_t n = c->share, cs = c->chunk, N = (size_t)c->rail->size;
+    uint16_t *send = (uint16_t *)c->payload, *recv = send + N * cs, *own = recv + N * cs;
+    encode_share(c, x, send);
+    memset(send + n, 0, (N * cs - n) * sizeof(uint16_t));   /* bfloat16 +0 */
+    GCOLL_TRY(gcoll_alltoall(send, recv, cs, GCOLL_BFLOAT16, c->rail));
+    for (size_t i = 0; i < cs; i++) {
+        float y = 0.0f;
+        for (size_t k = 0; k < N; k++) y += gcoll_math_bf16_to_f32(recv[k * cs + i]);
+        if (c->owner_resid) y += c->owner_resid[i];
+        own[i] = gcoll_math_f32_to_bf16(y);
+        if (c->owner_resid) {
+            float e = y - gcoll_math_bf16_to_f32(own[i]);
+            c->owner_resid[i] = isfinite(e) ? e : 0.0f;
+        }
+    }
+    GCOLL_TRY(gcoll_allgather(own, send, cs, GCOLL_BFLOAT16, c->rail));
+    for (size_t i = 0; i < n; i++) x[i] = gcoll_math_bf16_to_f32(send[i]);
+    return GCOLL_SUCCESS;
 }
 
 /* Level 2: the share x of every node, combined compressed, into x. */
 static gcoll_status_t rail_combine(gcoll_compressor_t c, float *x)
 {
-    size_t n = c->share;
-    unsigned char *mine = c->payload + (size_t)c->rail->rank * c->stride;
-    encode_share(c, x, mine);
-    memset(x, 0, n * sizeof(float));
-    if (c->codec->kind == GCOLL_COMPRESS_BF16) {
-        GCOLL_TRY(gcoll_allreduce(mine, mine, n, GCOLL_BFLOAT16, GCOLL_SUM, c->rail));
-        c->codec->accumulate(&c->p, mine, n, x);
-        return GCOLL_SUCCESS;
-    }
-    GCOLL_TRY(gcoll_allgather(mine, c->payload, c->stride, GCOLL_UINT8, c->rail));
-    for (int k = 0; k < c->rail->size; k++)
-        c->codec->accumulate(&c->p, c->payload + (size_t)k * c->stride, n, x);
-    return GCOLL_SUCCESS;
+    return c->codec->kind == GCOLL_COMPRESS_BF16 ? rail_bf16(c, x) : rail_gather(c, x);
 }
 
 /* The three levels, from src into dst.  When the shares tile the tensor

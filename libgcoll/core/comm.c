@@ -276,8 +276,14 @@ gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_co
     if (!comm->levels_made) {
         int hier = comm->nodes_uniform && comm->local_size > 1;
         int l = hier ? comm->local_rank : 0;
-        if (hier) GCOLL_TRY(gcoll_comm_create_sub(comm, comm->node, comm->rank, &comm->level_node));
-        GCOLL_TRY(gcoll_comm_create_sub(comm, l, comm->rank, &comm->level_rail));
+        gcoll_status_t st = GCOLL_SUCCESS;
+        if (hier) st = gcoll_comm_create_sub(comm, comm->node, comm->rank, &comm->level_node);
+        if (st == GCOLL_SUCCESS) st = gcoll_comm_create_sub(comm, l, comm->rank, &comm->level_rail);
+        if (st != GCOLL_SUCCESS) {   /* all or nothing: the next caller starts afresh */
+            if (comm->level_node) gcoll_comm_destroy(comm->level_node);
+            comm->level_node = comm->level_rail = NULL;
+            return st;
+        }
         comm->levels_made = 1;
     }
     *node = comm->level_node;

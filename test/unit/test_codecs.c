@@ -77,9 +77,15 @@ static void fill(float *x, size_t n, int kind)
 static void decode(const gcoll_codec_t *c, const gcoll_compress_params_t *p, const float *x,
                    size_t n, float *out, float *resid)
 {
-    unsigned char *payload = malloc(c->payload_bytes(p, n) + 8);
+    /* exactly payload_bytes, then 16 guard bytes that encode must not touch */
+    size_t bytes = c->payload_bytes(p, n);
+    unsigned char *payload = malloc(bytes + 16), guard[16];
+    memset(guard, 0xa5, sizeof guard);
+    memcpy(payload + bytes, guard, sizeof guard);
     memcpy(resid, x, n * sizeof(float));
     c->encode(p, resid, n, payload);
+    CHECK(!memcmp(payload + bytes, guard, sizeof guard), "%s n=%zu: encode wrote past its %zu "
+          "payload bytes", c->name, n, bytes);
     memset(out, 0, n * sizeof(float));
     c->accumulate(p, payload, n, out);
     free(payload);
@@ -166,7 +172,7 @@ static void test_topk(void)
 
 static void test_onebit(void)
 {
-    static const size_t blocks[] = { 1, 3, 64, 2048 };
+    static const size_t blocks[] = { 1, 3, 64, 2048, SIZE_MAX };   /* SIZE_MAX: one scale */
     for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
         for (size_t s = 0; s < NSIZES; s++)
             for (int kind = 0; kind < D_KINDS; kind++) {
@@ -182,7 +188,7 @@ static void test_onebit(void)
                 char what[64];
                 snprintf(what, sizeof what, "onebit block %zu", blocks[b]);
                 compare(what, n, kind, x, got, want, resid);
-                size_t nb = (n + blocks[b] - 1) / blocks[b];
+                size_t blk = blocks[b] < n ? blocks[b] : n, nb = (n + blk - 1) / blk;
                 CHECK(gcoll_codec_onebit.payload_bytes(&p, n) == 4 * nb + (n + 7) / 8,
                       "onebit payload of n=%zu block %zu", n, blocks[b]);
                 free(x), free(got), free(want), free(resid);
@@ -195,6 +201,11 @@ static void test_params(void)
     CHECK(gcoll_codec_params(&in, &out) == GCOLL_SUCCESS && out.topk_ratio == 0.01 &&
           out.onebit_block == 2048, "defaults: ratio %g block %zu", out.topk_ratio,
           out.onebit_block);
+    in.topk_ratio = 0.07;   /* 0.07 * 100 is 7.000000000000001 in binary */
+    CHECK(gcoll_codec_params(&in, &out) == GCOLL_SUCCESS && gcoll_codec_topk_k(&out, 100) == 7 &&
+          gcoll_codec_topk_k(&out, 101) == 8 && gcoll_codec_topk_k(&out, 1) == 1,
+          "topk k of 0.07: %zu of 100, %zu of 101", gcoll_codec_topk_k(&out, 100),
+          gcoll_codec_topk_k(&out, 101));
     double bad[] = { -0.5, 1.5, NAN, INFINITY };
     for (int i = 0; i < 4; i++) {
         in.topk_ratio = bad[i];
