@@ -78,19 +78,18 @@ static gcoll_status_t shm_init(struct gcoll_comm *c, MPI_Comm host_of)
 }
 
 /* node_of[r] of a sub-communicator: each rank stays on the node the parent
- * put it on (GCOLL_NODE_SIZE counts the parent's ranks, not ours). */
-static gcoll_status_t topo_parent_nodes(struct gcoll_comm *c, const struct gcoll_comm *parent,
-                                        int *leader_of)
+ * put it on (GCOLL_NODE_SIZE counts the parent's ranks, not ours).  The
+ * parent's node indices land in c->node_of for a moment (topo_init
+ * overwrites it), so nothing is allocated between collectives. */
+static void topo_parent_nodes(struct gcoll_comm *c, const struct gcoll_comm *parent,
+                              int *leader_of)
 {
-    int *pnode = malloc(sizeof(int) * (size_t)c->size);
-    if (!pnode) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a node map");
+    int *pnode = c->node_of;
     MPI_Allgather(&parent->node, 1, MPI_INT, pnode, 1, MPI_INT, c->mpi_comm);
     for (int r = 0; r < c->size; r++) {   /* our first rank on the same parent node */
         leader_of[r] = 0;
         while (pnode[leader_of[r]] != pnode[r]) leader_of[r]++;
     }
-    free(pnode);
-    return GCOLL_SUCCESS;
 }
 
 static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *parent)
@@ -103,7 +102,7 @@ static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *p
     }
     gcoll_status_t st = GCOLL_SUCCESS;
     if (parent)
-        st = topo_parent_nodes(c, parent, leader_of);
+        topo_parent_nodes(c, parent, leader_of);
     else if (gcoll_config.node_size > 0)
         for (int r = 0; r < c->size; r++) leader_of[r] = r - r % gcoll_config.node_size;
     else
