@@ -251,13 +251,15 @@ static gcoll_status_t rail_bf16(gcoll_compressor_t c, float *x)
     encode_share(c, x, send);
     memset(send + n, 0, (N * cs - n) * sizeof(uint16_t));   /* bfloat16 +0 */
     GCOLL_TRY(gcoll_alltoall(send, recv, cs, GCOLL_BFLOAT16, c->rail));
+    float *y = x;   /* scratch until the allgather below refills x; cs <= n */
+    memset(y, 0, cs * sizeof(float));
+    for (size_t k = 0; k < N; k++)   /* node by node: contiguous, vectorizable */
+        for (size_t i = 0; i < cs; i++) y[i] += gcoll_math_bf16_to_f32(recv[k * cs + i]);
     for (size_t i = 0; i < cs; i++) {
-        float y = 0.0f;
-        for (size_t k = 0; k < N; k++) y += gcoll_math_bf16_to_f32(recv[k * cs + i]);
-        if (c->owner_resid) y += c->owner_resid[i];
-        own[i] = gcoll_math_f32_to_bf16(y);
+        if (c->owner_resid) y[i] += c->owner_resid[i];
+        own[i] = gcoll_math_f32_to_bf16(y[i]);
         if (c->owner_resid) {
-            float e = y - gcoll_math_bf16_to_f32(own[i]);
+            float e = y[i] - gcoll_math_bf16_to_f32(own[i]);
             c->owner_resid[i] = isfinite(e) ? e : 0.0f;
         }
     }
