@@ -23,6 +23,13 @@
  * rail is the whole communicator): still correct, with intra-node traffic
  * compressed as well.  Residuals belong to the share, so a compressor is
  * tied to one tensor, one communicator and this partition. */
+/* The residual, owner-sum and decode loops run over whole gradients: O3 so
+ * gcc 12 vectorizes them, as the codecs and core/reduce.c (BF16 at 4 MiB,
+ * 4 ranks as 2 nodes: 11.6 ms at the library's -O2, 6.5 ms at O3). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3")
+#endif
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
