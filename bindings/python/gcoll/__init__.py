@@ -21,8 +21,9 @@ A ``Comm`` is collective to create and to close, like the C
 ``gcoll_comm_create`` / ``gcoll_comm_destroy``: every rank must close its
 communicators in the same order, before MPI is finalized (``with`` or
 ``close()``).  One that is never closed is left to the process's exit.
-A ``Compressor`` (gradient compression between nodes, float32 only) is the
-same: collective to create and to close, closed before MPI is finalized.
+A ``Compressor`` (gradient compression between nodes, float32 only) is
+collective to create; closing it only frees local memory, so it may also be
+left to the garbage collector.
 
 The library is ``$GCOLL_LIBRARY`` when set, else the libgcoll this package
 was installed with, else ``libgcoll.so.0`` on the loader's path.  It must
@@ -375,9 +376,9 @@ class Compressor:
                                                    ctypes.byref(params), ctypes.byref(self._h)))
         self._comm = comm   # its _recv checks recvbuf like every other call's
 
-    # -- life: as Comm's, since destroying is collective too ----------------
+    # -- life: destroying a compressor is local (no communication) ---------
     def close(self):
-        """Destroy the compressor (collective).  Idempotent."""
+        """Free the compressor (local: no communication).  Idempotent."""
         if self._h:
             h, self._h = self._h, None
             _check(_libgcoll().gcoll_compressor_destroy(h))
@@ -389,14 +390,11 @@ class Compressor:
         self.close()
 
     def __del__(self):
-        # never destroy here: the other ranks are not calling too.  At
-        # interpreter exit the warnings machinery may already be torn down.
-        if getattr(self, "_h", None):
-            try:
-                warnings.warn("gcoll.Compressor never closed: closing is collective, so it "
-                              "is left to process exit", ResourceWarning, stacklevel=2)
-            except Exception:   # noqa: BLE001 - nothing to report to any more
-                pass
+        # local, so safe here; at interpreter exit ctypes may be torn down
+        try:
+            self.close()
+        except Exception:   # noqa: BLE001 - nothing to report to any more
+            pass
 
     def _handle(self):
         if not self._h:
