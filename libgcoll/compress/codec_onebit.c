@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "compress/codec.h"
+#include "core/dtype_math.h"
 
 /* Elements per scale: onebit_block, at most n (a huge block means one
  * scale for all, and must not overflow the arithmetic below). */
@@ -35,26 +36,16 @@ static size_t onebit_payload(const gcoll_compress_params_t *p, size_t n)
 }
 
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+/* 1 unless x's sign bit is set (as signbit(), so -0.0 and negative NaN
+ * count as negative). */
+static unsigned plus_bit(float x) { return ~gcoll_math_f32_bits(x) >> 31; }
 
 /* The decoded value of an element: the scale with the element's sign (bit
  * 1 = not negative), by flipping the sign bit: branch-free, since signs are
  * as unpredictable as coin tosses. */
 static float signed_scale(uint32_t scale_bits, unsigned plus)
 {
-    return bits_f32(scale_bits ^ ((uint32_t)(plus ^ 1u) << 31));
+    return gcoll_math_bits_f32(scale_bits ^ ((uint32_t)(plus ^ 1u) << 31));
 }
 
 /* Three passes per block, each a simple loop gcc can vectorize except the
@@ -66,12 +57,12 @@ static void onebit_encode(const gcoll_compress_params_t *p, float *x, size_t n, 
     unsigned char *bits = (unsigned char *)(scale + nblocks(p, n));
     for (size_t j = 0; j < n / 8; j++) {
         unsigned b = 0;
-        for (unsigned k = 0; k < 8; k++) b |= (~f32_bits(x[8 * j + k]) >> 31) << k;
+        for (unsigned k = 0; k < 8; k++) b |= plus_bit(x[8 * j + k]) << k;
         bits[j] = (unsigned char)b;
     }
     if (n % 8) {
         unsigned b = 0;
-        for (size_t i = n / 8 * 8; i < n; i++) b |= (~f32_bits(x[i]) >> 31) << (i % 8);
+        for (size_t i = n / 8 * 8; i < n; i++) b |= plus_bit(x[i]) << (i % 8);
         bits[n / 8] = (unsigned char)b;
     }
     size_t blk = block_of(p, n);
@@ -80,8 +71,8 @@ static void onebit_encode(const gcoll_compress_params_t *p, float *x, size_t n, 
         double sum = 0;
         for (size_t i = o; i < e; i++) sum += fabs((double)x[i]);
         scale[b] = (float)(sum / (double)(e - o));
-        uint32_t sb = f32_bits(scale[b]);
-        for (size_t i = o; i < e; i++) x[i] -= signed_scale(sb, ~f32_bits(x[i]) >> 31);
+        uint32_t sb = gcoll_math_f32_bits(scale[b]);
+        for (size_t i = o; i < e; i++) x[i] -= signed_scale(sb, plus_bit(x[i]));
     }
 }
 
@@ -93,7 +84,7 @@ static void onebit_accumulate(const gcoll_compress_params_t *p, const void *payl
     size_t blk = block_of(p, n);
     for (size_t b = 0, o = 0; o < n; b++, o += blk) {
         size_t e = n - o > blk ? o + blk : n;
-        uint32_t sb = f32_bits(scale[b]);
+        uint32_t sb = gcoll_math_f32_bits(scale[b]);
         for (size_t i = o; i < e; i++) acc[i] += signed_scale(sb, (bits[i / 8] >> (i % 8)) & 1u);
     }
 }

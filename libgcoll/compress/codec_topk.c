@@ -19,13 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compress/codec.h"
+#include "core/dtype_math.h"
 
-static uint32_t mag_key(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u & 0x7fffffffu;
-}
+static uint32_t mag_key(float x) { return gcoll_math_f32_bits(x) & 0x7fffffffu; }
 
 static size_t topk_payload(const gcoll_compress_params_t *p, size_t n)
 {

@@ -40,6 +40,7 @@
 #include "core/live.h"
 #include "core/log.h"
 #include "core/memtype.h"
+#include "core/reduce.h"
 #include "core/status.h"
 
 struct gcoll_compressor {
@@ -110,11 +111,12 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
         c->stride = ceil_div(c->codec->payload_bytes(&c->p, c->share), 8) * 8;
         bytes = N * c->stride;
     }
-    if ((size_t)c->L * c->share != c->count)   /* shares do not tile it: padded copy */
-        c->work = calloc((size_t)c->L * c->share, sizeof(float));
+    size_t padded = (size_t)c->L * c->share;
+    if (padded != c->count)   /* shares do not tile it: padded copy */
+        c->work = calloc(padded, sizeof(float));
     c->resid = ef ? calloc(c->share + 1, sizeof(float)) : NULL;
     c->payload = malloc(bytes + 8);
-    if ((!c->work && (size_t)c->L * c->share != c->count) || (ef && !c->resid) ||
+    if ((padded != c->count && !c->work) || (ef && !c->resid) ||
         (ef && c->chunk && !c->owner_resid) || !c->payload)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create: no memory for a "
                            "tensor of %zu elements", c->count);
@@ -213,9 +215,11 @@ gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor)
  * (an overflow step under dynamic loss scaling) is sent as it is and
  * reaches the result, as it would uncompressed, but must not poison every
  * later step through the residual. */
+static float finite_or_zero(float e) { return isfinite(e) ? e : 0.0f; }
+
 static void keep_finite(float *e, size_t n)
 {
-    for (size_t i = 0; i < n; i++) e[i] = isfinite(e[i]) ? e[i] : 0.0f;
+    for (size_t i = 0; i < n; i++) e[i] = finite_or_zero(e[i]);
 }
 
 /* residual += x; payload = C(residual), leaving in residual what the
@@ -265,10 +269,8 @@ static gcoll_status_t rail_bf16(gcoll_compressor_t c, float *x)
     for (size_t i = 0; i < cs; i++) {
         if (c->owner_resid) y[i] += c->owner_resid[i];
         own[i] = gcoll_math_f32_to_bf16(y[i]);
-        if (c->owner_resid) {
-            float e = y[i] - gcoll_math_bf16_to_f32(own[i]);
-            c->owner_resid[i] = isfinite(e) ? e : 0.0f;
-        }
+        if (c->owner_resid)
+            c->owner_resid[i] = finite_or_zero(y[i] - gcoll_math_bf16_to_f32(own[i]));
     }
     GCOLL_TRY(gcoll_allgather(own, send, cs, GCOLL_BFLOAT16, c->rail));
     for (size_t i = 0; i < n; i++) x[i] = gcoll_math_bf16_to_f32(send[i]);
@@ -355,10 +357,7 @@ gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, si
     if (c->node) node0 = c->node->stats;
     float *dst = recvbuf;
     GCOLL_TRY(compressed_levels(c, sendbuf, dst));
-    if (op == GCOLL_AVG) {
-        float ranks = (float)c->comm->size;
-        for (size_t i = 0; i < count; i++) dst[i] /= ranks;
-    }
+    if (op == GCOLL_AVG) gcoll_reduce_avg_host(dst, count, GCOLL_FLOAT32, c->comm->size);
     if (c->node) node1 = c->node->stats;
     add_stats(&c->comm->stats, &node1, &node0);
     add_stats(&c->comm->stats, &c->rail->stats, &rail0);

@@ -272,7 +272,7 @@ gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gc
 
 gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_comm_t *rail)
 {
-    if (!comm->levels_made) {
+    if (!comm->level_rail) {   /* every made pair has a rail */
         int hier = comm->nodes_uniform && comm->local_size > 1;
         int l = hier ? comm->local_rank : 0;
         gcoll_status_t st = GCOLL_SUCCESS;
@@ -283,7 +283,6 @@ gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_co
             comm->level_node = comm->level_rail = NULL;
             return st;
         }
-        comm->levels_made = 1;
     }
     *node = comm->level_node;
     *rail = comm->level_rail;

@@ -49,8 +49,7 @@ struct gcoll_comm {
 
     /* Level sub-communicators of composite operations (gcoll_comm_levels),
      * made on first use, shared by every user, freed with this one. */
-    struct gcoll_comm    *level_node, *level_rail;
-    int                   levels_made;
+    struct gcoll_comm    *level_node, *level_rail;   /* rail NULL: not made yet */
 };
 
 /* GCOLL_SUCCESS if comm is a live communicator, else GCOLL_ERR_INVALID_ARG

@@ -217,7 +217,24 @@ def _size(value, what):
     return int(value)
 
 
-class Comm:
+class _Handle:
+    """A libgcoll handle (self._h) that close() frees through the C call
+    named _destroy, once; ``with`` closes it."""
+    _destroy = None
+
+    def close(self):
+        if self._h:
+            h, self._h = self._h, None
+            _check(getattr(_libgcoll(), self._destroy)(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Comm(_Handle):
     """libgcoll's communicator over an mpi4py communicator (collective)."""
 
     def __init__(self, mpi_comm=MPI.COMM_WORLD):
@@ -231,17 +248,11 @@ class Comm:
         self.rank, self.size = r.value, s.value
 
     # -- life ---------------------------------------------------------------
+    _destroy = "gcoll_comm_destroy"
+
     def close(self):
         """Destroy the communicator (collective).  Idempotent."""
-        if self._h:
-            h, self._h = self._h, None
-            _check(_libgcoll().gcoll_comm_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        super().close()
 
     def __del__(self):
         if getattr(self, "_h", None):
@@ -350,7 +361,7 @@ class Comm:
         _check(_libgcoll().gcoll_barrier(self._handle()))
 
 
-class Compressor:
+class Compressor(_Handle):
     """A compressed float32 allreduce for one tensor of ``count`` elements on
     a ``Comm`` (collective to create): exact within a node, compressed with
     ``kind`` between nodes (see gcoll.h, "Gradient compression").  ``kind``
@@ -377,17 +388,11 @@ class Compressor:
         self._comm = comm   # its _recv checks recvbuf like every other call's
 
     # -- life: destroying a compressor is local (no communication) ---------
+    _destroy = "gcoll_compressor_destroy"
+
     def close(self):
         """Free the compressor (local: no communication).  Idempotent."""
-        if self._h:
-            h, self._h = self._h, None
-            _check(_libgcoll().gcoll_compressor_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        super().close()
 
     def __del__(self):
         # local, so safe here; at interpreter exit ctypes may be torn down
