@@ -9,6 +9,7 @@
 #include "gcoll.h"
 #include "algos/algo.h"
 #include "core/config.h"
+#include "core/memtype.h"
 #include "core/select.h"
 #include "topo/topo.h"
 #include "transport/transport.h"
@@ -43,7 +44,9 @@ static void print_build(void)
     printf("  hwloc  : not built\n");
 #endif
 #ifdef HAVE_CUDA
-    printf("  CUDA   : yes (device buffers staged through host memory)\n");
+    printf("  CUDA   : yes (allreduce of device buffers: CUDA IPC + device kernels; other "
+           "collectives staged through host memory), %d device(s) visible\n",
+           gcoll_cuda_device_count());
 #else
     printf("  CUDA   : not built\n");
 #endif

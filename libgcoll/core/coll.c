@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gcoll_build.h"  /* HAVE_CUDA */
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/executor.h"
@@ -11,6 +12,9 @@
 #include "core/memtype.h"
 #include "core/select.h"
 #include "core/status.h"
+#ifdef HAVE_CUDA
+#include "cuda/cuda_ipc.h"
+#endif
 
 /* One call as the user made it, before mapping onto schedule buffers. */
 typedef struct {
@@ -67,18 +71,23 @@ static gcoll_status_t validate(gcoll_comm_t comm, const call_t *k, size_t *src_b
  * of the values and their negations with MPI_MIN gives min and max). */
 static gcoll_status_t check_signature(gcoll_comm_t comm, const call_t *k)
 {
-    long long v[10] = { k->coll, (long long)k->count, k->dtype,
-                        is_reducing(k->coll) ? k->op : 0, has_root(k->coll) ? k->root : 0 };
-    long long r[10];
-    for (int i = 0; i < 5; i++) v[5 + i] = -v[i];
-    MPI_Allreduce(v, r, 10, MPI_LONG_LONG, MPI_MIN, comm->mpi_comm);
-    for (int i = 0; i < 5; i++)
-        if (r[i] != -r[5 + i])
+    /* the memory type too: the device path is collective, so a rank with
+     * host buffers among ranks with device buffers would not meet them */
+    enum { NFIELDS = 6 };
+    const void *buf = k->recvbuf ? k->recvbuf : k->sendbuf;
+    long long v[2 * NFIELDS] = { k->coll, (long long)k->count, k->dtype,
+                                 is_reducing(k->coll) ? k->op : 0, has_root(k->coll) ? k->root : 0,
+                                 gcoll_memtype_of(buf) };
+    long long r[2 * NFIELDS];
+    for (int i = 0; i < NFIELDS; i++) v[NFIELDS + i] = -v[i];
+    MPI_Allreduce(v, r, 2 * NFIELDS, MPI_LONG_LONG, MPI_MIN, comm->mpi_comm);
+    for (int i = 0; i < NFIELDS; i++)
+        if (r[i] != -r[NFIELDS + i])
             return GCOLL_ERROR(GCOLL_ERR_MISMATCH,
                                "%s: ranks disagree on the %s (this rank: %lld, range %lld..%lld)",
                                k->fn, (const char *[]){ "collective", "count", "dtype", "op",
-                                                        "root" }[i],
-                               v[i], r[i], -r[5 + i]);
+                                                        "root", "memory type" }[i],
+                               v[i], r[i], -r[NFIELDS + i]);
     return GCOLL_SUCCESS;
 }
 
@@ -185,6 +194,63 @@ out:
     return st;
 }
 
+#ifdef HAVE_CUDA
+/* The communicator's CUDA IPC path for buffers on device dev, set up on its
+ * first use (collective: every rank makes the same call), or NULL where it
+ * cannot serve (set-up failed once: staged from then on, said once at WARN). */
+static gcoll_status_t cuda_ipc_for(gcoll_comm_t comm, int dev, gcoll_comm_t *rail,
+                                   gcoll_cuda_ipc_t **ipc)
+{
+    *ipc = NULL;
+    *rail = NULL;
+    if (comm->cuda_ipc_state == 0) {
+        gcoll_status_t st = gcoll_cuda_ipc_create(comm, dev, &comm->cuda_ipc);
+        if (st == GCOLL_ERR_NOT_SUPPORTED) {
+            gcoll_warn("device buffers are staged through host memory: %s", gcoll_last_error());
+            gcoll_error_clear();
+            comm->cuda_ipc_state = -1;
+            return GCOLL_SUCCESS;
+        }
+        GCOLL_TRY(st);
+        comm->cuda_ipc_state = 1;
+    }
+    if (comm->cuda_ipc_state < 0) return GCOLL_SUCCESS;
+    if (gcoll_cuda_ipc_device(comm->cuda_ipc) != dev)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce: the buffers are on CUDA device "
+                           "%d, but this communicator's device path was set up on device %d by "
+                           "its first device call: use one communicator per device (as NCCL)",
+                           dev, gcoll_cuda_ipc_device(comm->cuda_ipc));
+    if (comm->nnodes > 1) {
+        gcoll_comm_t node;
+        GCOLL_TRY(gcoll_comm_levels(comm, &node, rail));
+    }
+    *ipc = comm->cuda_ipc;
+    return GCOLL_SUCCESS;
+}
+#endif
+
+/* Device buffers: an allreduce with both buffers on one device runs on the
+ * CUDA IPC path; everything else is staged through host memory. */
+static gcoll_status_t run_cuda(gcoll_comm_t comm, const call_t *k, size_t sbytes, size_t dbytes)
+{
+#ifdef HAVE_CUDA
+    int dev = gcoll_cuda_device_of(k->recvbuf);
+    if (k->coll == GCOLL_COLL_ALLREDUCE && dev >= 0 && gcoll_cuda_device_of(k->sendbuf) == dev) {
+        gcoll_cuda_ipc_t *ipc;
+        gcoll_comm_t rail;
+        GCOLL_TRY(cuda_ipc_for(comm, dev, &rail, &ipc));
+        if (ipc) {
+            gcoll_trace("%s count=%zu dtype=%s op=%s: CUDA IPC on device %d%s", k->fn, k->count,
+                        gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), dev,
+                        rail ? ", rails through host memory" : "");
+            return gcoll_cuda_ipc_allreduce(ipc, k->sendbuf, k->recvbuf, k->count, k->dtype,
+                                            k->op, rail);
+        }
+    }
+#endif
+    return run_staged(comm, k, sbytes, dbytes);
+}
+
 static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
 {
     size_t sbytes = 0, dbytes = 0;
@@ -196,7 +262,7 @@ static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
         st = GCOLL_SUCCESS;   /* nothing to move: no communication at all */
     else if (gcoll_memtype_of(k->sendbuf) == GCOLL_MEM_CUDA ||
              gcoll_memtype_of(k->recvbuf) == GCOLL_MEM_CUDA)
-        st = run_staged(comm, k, sbytes, dbytes);
+        st = run_cuda(comm, k, sbytes, dbytes);
     else
         st = run_host(comm, k);
     if (st == GCOLL_SUCCESS) comm->stats.calls++;

@@ -11,6 +11,9 @@
 #include "core/select.h"
 #include "core/status.h"
 #include "shm/shm.h"
+#ifdef HAVE_CUDA
+#include "cuda/cuda_ipc.h"
+#endif
 
 gcoll_status_t gcoll_comm_check(gcoll_comm_t comm)
 {
@@ -168,6 +171,9 @@ static gcoll_status_t tl_init(struct gcoll_comm *c)
 
 static void comm_free(struct gcoll_comm *c)
 {
+#ifdef HAVE_CUDA
+    gcoll_cuda_ipc_destroy(c->cuda_ipc);   /* first: its barrier uses node_comm */
+#endif
     if (c->level_node) gcoll_comm_destroy(c->level_node);
     if (c->level_rail) gcoll_comm_destroy(c->level_rail);
     if (c->shm) gcoll_shm_destroy(c->shm);

@@ -50,6 +50,12 @@ struct gcoll_comm {
     /* Level sub-communicators of composite operations (gcoll_comm_levels),
      * made on first use, shared by every user, freed with this one. */
     struct gcoll_comm    *level_node, *level_rail;   /* rail NULL: not made yet */
+
+    /* CUDA buffers' IPC path (libgcoll/cuda/), set up by the first allreduce
+     * of device buffers; cuda_ipc_state 0 = not tried, 1 = ready, -1 = not
+     * available here (device buffers are staged through host memory). */
+    struct gcoll_cuda_ipc *cuda_ipc;
+    int                   cuda_ipc_state;
 };
 
 /* GCOLL_SUCCESS if comm is a live communicator, else GCOLL_ERR_INVALID_ARG

@@ -26,15 +26,20 @@ int gcoll_cuda_device_count(void)
     return count;
 }
 
-gcoll_memtype_t gcoll_memtype_of(const void *ptr)
+int gcoll_cuda_device_of(const void *ptr)
 {
-    if (!ptr || gcoll_cuda_device_count() == 0) return GCOLL_MEM_HOST;
+    if (!ptr || gcoll_cuda_device_count() == 0) return -1;
     struct cudaPointerAttributes attr;
     if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
         (void)cudaGetLastError();
-        return GCOLL_MEM_HOST;
+        return -1;
     }
-    return attr.type == cudaMemoryTypeDevice ? GCOLL_MEM_CUDA : GCOLL_MEM_HOST;
+    return attr.type == cudaMemoryTypeDevice ? attr.device : -1;
+}
+
+gcoll_memtype_t gcoll_memtype_of(const void *ptr)
+{
+    return gcoll_cuda_device_of(ptr) >= 0 ? GCOLL_MEM_CUDA : GCOLL_MEM_HOST;
 }
 
 static gcoll_status_t cuda_copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind k)
@@ -59,6 +64,12 @@ gcoll_status_t gcoll_cuda_from_host(void *dev, const void *host, size_t bytes)
 }
 #else
 int gcoll_cuda_device_count(void) { return 0; }
+
+int gcoll_cuda_device_of(const void *ptr)
+{
+    (void)ptr;
+    return -1;
+}
 
 gcoll_memtype_t gcoll_memtype_of(const void *ptr)
 {

@@ -1,7 +1,8 @@
 /* Where a buffer lives.  Detected per call: cudaPointerGetAttributes when
- * built with CUDA and a device is present; host otherwise.  Until the CUDA
- * executor lands, device buffers are staged through host memory with the
- * two copy helpers below (correct, not fast; see README status). */
+ * built with CUDA and a device is present; host otherwise.  Allreduce of
+ * device buffers runs on the CUDA IPC path (libgcoll/cuda/); the other
+ * collectives, and allreduce where that path is unavailable, stage device
+ * buffers through host memory with the two copy helpers below. */
 #ifndef GCOLL_MEMTYPE_H
 #define GCOLL_MEMTYPE_H
 
@@ -11,6 +12,8 @@
 typedef enum { GCOLL_MEM_HOST = 0, GCOLL_MEM_CUDA, GCOLL_MEM_COUNT } gcoll_memtype_t;
 
 gcoll_memtype_t gcoll_memtype_of(const void *ptr);
+/* The CUDA device holding ptr, or -1 for host memory. */
+int gcoll_cuda_device_of(const void *ptr);
 const char *gcoll_memtype_name(gcoll_memtype_t m);
 
 /* Number of CUDA devices visible (0 without CUDA or without a GPU). */

@@ -52,6 +52,11 @@ class Libgcoll(AutotoolsPackage, CudaPackage):
             env.set("PYTHON", self.spec["python"].command.path)
         if self.spec.satisfies("+fortran"):
             env.set("MPIFC", self.spec["mpi"].mpifc)
+        # configure's default builds for sm_80, sm_90 and sm_90 PTX; cuda_arch
+        # narrows or widens that (nvcc -gencode options, configure's NVCC_ARCH)
+        if self.spec.satisfies("+cuda") and not self.spec.satisfies("cuda_arch=none"):
+            archs = self.spec.variants["cuda_arch"].value
+            env.set("NVCC_ARCH", " ".join(CudaPackage.cuda_flags(archs)))
 
     def configure_args(self):
         spec = self.spec

@@ -1,0 +1,51 @@
+/* The intra-node path for CUDA buffers: CUDA IPC and device kernels.
+ *
+ * Each rank of a node owns one device buffer, mapped into every other rank
+ * of the node through CUDA IPC once (when the communicator's first CUDA
+ * allreduce runs), so a call exchanges no handles.  An allreduce goes chunk
+ * by chunk through it:
+ *
+ *   1. copy the chunk of src into my buffer's input half;   node barrier
+ *   2. reduce my slice of the chunk: one kernel reads that slice from every
+ *      rank's input half (peer memory over NVLink or PCIe) in rank order and
+ *      writes my output half and my dst;
+ *   3. (several nodes) my slice to pinned host memory, allreduce it with the
+ *      ranks of my rail through the host path, back to my output half and
+ *      my dst;                                             node barrier
+ *   4. copy every other rank's slice from its output half into my dst.
+ *
+ * Barrier 1 orders every input half before its readers; barrier 3 orders
+ * every output half before its readers and every read of the input halves
+ * before the next chunk overwrites them; the next chunk's barrier 1 orders
+ * step 4's reads before step 2 overwrites an output half.  The barriers are
+ * the node's shared-memory barrier (MPI_Barrier without a segment); each
+ * rank's stream is synchronized before it enters one.
+ *
+ * Only built with CUDA. */
+#ifndef GCOLL_CUDA_IPC_H
+#define GCOLL_CUDA_IPC_H
+
+#include <stddef.h>
+#include "gcoll.h"
+
+typedef struct gcoll_cuda_ipc gcoll_cuda_ipc_t;
+
+/* Set up the path for buffers on CUDA device `device`: allocate and map the
+ * node's buffers, and agree over all of comm that every rank could.
+ * Collective over comm.  GCOLL_ERR_NOT_SUPPORTED, with the reason, when any
+ * rank could not (no peer access between the node's GPUs, too many ranks on
+ * a node, uneven nodes); *ipc is then NULL on every rank. */
+gcoll_status_t gcoll_cuda_ipc_create(gcoll_comm_t comm, int device, gcoll_cuda_ipc_t **ipc);
+void gcoll_cuda_ipc_destroy(gcoll_cuda_ipc_t *ipc);
+
+/* The device the path was set up for. */
+int gcoll_cuda_ipc_device(const gcoll_cuda_ipc_t *ipc);
+
+/* Allreduce of device buffers (src may equal dst).  AVG divides by comm's
+ * size at the end.  Returns when dst holds the result.  rail: the ranks with
+ * my local index on every node, NULL on a single node. */
+gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *ipc, const void *src, void *dst,
+                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
+                                        gcoll_comm_t rail);
+
+#endif

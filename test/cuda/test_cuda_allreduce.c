@@ -1,0 +1,195 @@
+/* gcoll_allreduce on CUDA device buffers against MPI_Allreduce on host
+ * copies of the same inputs, bit for bit: every dtype x op (AVG included),
+ * counts 0, 1, primes and one past the IPC path's 8 MiB chunk, in place and
+ * not.  Integer-valued float data keeps every partial result exact, so the
+ * reduction order cannot matter; fp16/bf16 (which MPI lacks) are compared
+ * with MPI's float32 result of the same integers, rounded once.
+ *
+ * GCOLL_TEST_EXPECT_IPC=1 (or -1) also asserts that the CUDA IPC path was
+ * (or was not) the one that ran: run_cuda.sh sets it per node shape.
+ *
+ *   test_cuda_allreduce --probe   exit 0 if a CUDA device is visible, else
+ *                                 77 with the reason (no MPI involved)
+ *   mpirun -n P test_cuda_allreduce */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "gcoll.h"
+#include "core/comm.h"
+#include "core/dtype_math.h"
+#include "core/reduce.h"
+
+static int rank, size, failures, checks;
+
+#define FAIL(...) do { \
+        if (failures++ < 30) { printf("rank %d FAIL: ", rank); printf(__VA_ARGS__); putchar('\n'); } \
+    } while (0)
+
+static MPI_Datatype mpi_type(gcoll_dtype_t dt)
+{
+    switch (dt) {
+    case GCOLL_INT8: return MPI_INT8_T;
+    case GCOLL_UINT8: return MPI_UINT8_T;
+    case GCOLL_INT32: return MPI_INT32_T;
+    case GCOLL_UINT32: return MPI_UINT32_T;
+    case GCOLL_INT64: return MPI_INT64_T;
+    case GCOLL_UINT64: return MPI_UINT64_T;
+    case GCOLL_FLOAT64: return MPI_DOUBLE;
+    default: return MPI_FLOAT;   /* float32; fp16/bf16 through float32 */
+    }
+}
+
+static MPI_Op mpi_op(gcoll_op_t op)
+{
+    return op == GCOLL_PROD ? MPI_PROD : op == GCOLL_MIN ? MPI_MIN : op == GCOLL_MAX ? MPI_MAX
+                                                                                     : MPI_SUM;
+}
+
+static int is_half(gcoll_dtype_t dt) { return dt == GCOLL_FLOAT16 || dt == GCOLL_BFLOAT16; }
+
+/* Element i of this rank: random bits for integers (wrapping is exact in
+ * any order), small integers for floats (|x| <= 3: sums and products of up
+ * to 6 ranks stay exact even in fp16). */
+static double value(size_t i, int r)
+{
+    uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(r + 1) * 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 31;
+    return (double)((int)(x % 7) - 3);
+}
+
+static void fill(void *buf, size_t n, gcoll_dtype_t dt, int r)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = value(i, r);
+        uint64_t bits = (i + 7) * 0xd6e8feb86659fd93ull ^ (uint64_t)r * 0x94d049bb133111ebull;
+        switch (dt) {
+        case GCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+        case GCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+        case GCOLL_FLOAT16: ((uint16_t *)buf)[i] = gcoll_math_f32_to_fp16((float)v); break;
+        case GCOLL_BFLOAT16: ((uint16_t *)buf)[i] = gcoll_math_f32_to_bf16((float)v); break;
+        default: memcpy((char *)buf + i * gcoll_dtype_size(dt), &bits, gcoll_dtype_size(dt)); break;
+        }
+    }
+}
+
+/* MPI's result for the same inputs, in the dtype's own encoding. */
+static void reference(void *ref, size_t n, gcoll_dtype_t dt, gcoll_op_t op)
+{
+    size_t sz = gcoll_dtype_size(dt);
+    void *in = malloc(n * (is_half(dt) ? 4 : sz) + 1);
+    if (is_half(dt)) {
+        for (size_t i = 0; i < n; i++) ((float *)in)[i] = (float)value(i, rank);
+        float *out = malloc(n * 4 + 1);
+        MPI_Allreduce(in, out, (int)n, MPI_FLOAT, mpi_op(op), MPI_COMM_WORLD);
+        for (size_t i = 0; i < n; i++) {
+            float f = op == GCOLL_AVG ? out[i] / (float)size : out[i];
+            ((uint16_t *)ref)[i] = dt == GCOLL_FLOAT16 ? gcoll_math_f32_to_fp16(f)
+                                                       : gcoll_math_f32_to_bf16(f);
+        }
+        free(out);
+    } else {
+        fill(in, n, dt, rank);
+        MPI_Allreduce(in, ref, (int)n, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD);
+        if (op == GCOLL_AVG) gcoll_reduce_avg_host(ref, n, dt, size);
+    }
+    free(in);
+}
+
+static void one_case(gcoll_comm_t comm, gcoll_dtype_t dt, gcoll_op_t op, size_t n, int in_place)
+{
+    size_t bytes = n * gcoll_dtype_size(dt);
+    unsigned char *h = malloc(bytes + 1), *ref = malloc(bytes + 1), *got = malloc(bytes + 1);
+    void *d_src = NULL, *d_dst = NULL;
+    fill(h, n, dt, rank);
+    reference(ref, n, dt, op);
+    cudaMalloc(&d_src, bytes + 1);
+    cudaMalloc(&d_dst, bytes + 1);
+    cudaMemcpy(d_src, h, bytes, cudaMemcpyHostToDevice);
+    cudaMemset(d_dst, 0xa5, bytes + 1);
+    void *dst = in_place ? d_src : d_dst;
+    gcoll_status_t st = gcoll_allreduce(d_src, dst, n, dt, op, comm);
+    checks++;
+    if (st != GCOLL_SUCCESS) {
+        FAIL("%s %s count=%zu%s: status %d: %s", gcoll_dtype_name(dt), gcoll_op_name(op), n,
+             in_place ? " in place" : "", (int)st, gcoll_last_error());
+    } else {
+        cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        while (bad < bytes && got[bad] == ref[bad]) bad++;
+        if (bad < bytes)
+            FAIL("%s %s count=%zu%s: differs from MPI from byte %zu (element %zu)",
+                 gcoll_dtype_name(dt), gcoll_op_name(op), n, in_place ? " in place" : "", bad,
+                 bad / gcoll_dtype_size(dt));
+    }
+    cudaFree(d_src), cudaFree(d_dst);
+    free(h), free(ref), free(got);
+}
+
+static int probe(void)
+{
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e == cudaSuccess && ndev > 0) {
+        printf("%d CUDA device(s)\n", ndev);
+        return 0;
+    }
+    printf("no CUDA device visible (cudaGetDeviceCount: %s, %d devices)\n",
+           e == cudaSuccess ? "ok" : cudaGetErrorString(e), ndev);
+    return 77;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--probe")) return probe();
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm local;
+    int lrank, ndev = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &lrank);
+    cudaGetDeviceCount(&ndev);
+    if (ndev == 0) {
+        if (rank == 0) printf("SKIP: no CUDA device\n");
+        MPI_Finalize();
+        return 77;
+    }
+    cudaSetDevice(lrank % ndev);   /* ranks share the devices round-robin */
+
+    gcoll_comm_t comm;
+    if (gcoll_comm_create(MPI_COMM_WORLD, &comm) != GCOLL_SUCCESS) {
+        printf("rank %d: gcoll_comm_create: %s\n", rank, gcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    static const size_t counts[] = { 0, 1, 3, 17, 1000, 65537 };
+    for (int dt = 0; dt < GCOLL_DTYPE_COUNT; dt++)
+        for (int op = GCOLL_SUM; op <= GCOLL_AVG; op++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                one_case(comm, dt, op, counts[c], c % 2);
+    /* past one 8 MiB chunk of the IPC path, both ways */
+    size_t big = (8u << 20) / 4 * 2 + 13;
+    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, big, 0);
+    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, big, 1);
+    one_case(comm, GCOLL_INT64, GCOLL_MAX, big / 2 + 5, 0);
+    one_case(comm, GCOLL_BFLOAT16, GCOLL_AVG, big * 2 + 1, 1);
+
+    const char *expect = getenv("GCOLL_TEST_EXPECT_IPC");
+    if (expect && *expect) {
+        checks++;
+        if (comm->cuda_ipc_state != atoi(expect))
+            FAIL("the CUDA IPC path's state is %d, expected %s (1 = ran, -1 = staged)",
+                 comm->cuda_ipc_state, expect);
+    }
+    gcoll_comm_destroy(comm);
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_cuda_allreduce: %d ranks: %s (%d checks per rank, %d failures)\n", size,
+               all ? "FAILED" : "ok", checks, all);
+    MPI_Comm_free(&local);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
