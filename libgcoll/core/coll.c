@@ -159,39 +159,34 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
     return gcoll_exec_run(comm, &comm->sched, send, recv);
 }
 
-/* CUDA buffers, until the CUDA executor lands: copy to host, run the host
- * path, copy the result back.  Pointer relations of the in-place forms are
- * kept by staging one buffer inside the other. */
+/* Device buffers the device path does not serve: copy them to page-locked
+ * host images (kept in the communicator), run the host path, copy the
+ * result back.  The pointer relations of the in-place forms are kept by
+ * placing one image inside the other. */
 static gcoll_status_t run_staged(gcoll_comm_t comm, const call_t *k, size_t sbytes, size_t dbytes)
 {
     call_t h = *k;
     const char *s = k->sendbuf, *r = k->recvbuf;
     int send_in_recv = s && r && s >= r && s < r + dbytes;
     int recv_in_send = s && r && !send_in_recv && r >= s && r < s + sbytes;
-    char *hs = NULL, *hr = NULL;
-    gcoll_status_t st = GCOLL_ERR_NO_MEMORY;
+    size_t need = recv_in_send ? sbytes : dbytes + (send_in_recv ? 0 : sbytes);
+    char *base, *hs = NULL, *hr = NULL;
+    GCOLL_TRY(gcoll_comm_stage(comm, need, (void **)&base));
     if (recv_in_send) {
-        if (!(hs = malloc(sbytes))) goto out;
+        hs = base;
         hr = hs + (r - s);
     } else {
-        if (r && dbytes && !(hr = malloc(dbytes))) goto out;
+        if (r && dbytes) hr = base;
         if (send_in_recv) hs = hr + (s - r);
-        else if (s && sbytes && !(hs = malloc(sbytes))) goto out;
+        else if (s && sbytes) hs = base + dbytes;
     }
-    int own_send = !send_in_recv && hs, own_recv = !recv_in_send && hr;
-    if (own_send && (st = gcoll_cuda_to_host(hs, s, sbytes)) != GCOLL_SUCCESS) goto out;
-    if (own_recv && (st = gcoll_cuda_to_host(hr, r, dbytes)) != GCOLL_SUCCESS) goto out;
+    if (!send_in_recv && hs) GCOLL_TRY(gcoll_cuda_to_host(hs, s, sbytes));
+    if (!recv_in_send && hr) GCOLL_TRY(gcoll_cuda_to_host(hr, r, dbytes));
     h.sendbuf = hs;
     h.recvbuf = hr;
-    if ((st = run_host(comm, &h)) != GCOLL_SUCCESS) goto out;
-    if (recv_in_send) st = gcoll_cuda_from_host((void *)s, hs, sbytes);
-    else if (hr) st = gcoll_cuda_from_host((void *)r, hr, dbytes);
-out:
-    if (st == GCOLL_ERR_NO_MEMORY && !gcoll_last_error()[0])
-        GCOLL_ERROR(st, "%s: cannot allocate host staging buffers", k->fn);
-    if (recv_in_send) free(hs);
-    else { free(hr); if (!send_in_recv) free(hs); }
-    return st;
+    GCOLL_TRY(run_host(comm, &h));
+    if (recv_in_send) return gcoll_cuda_from_host((void *)s, hs, sbytes);
+    return hr ? gcoll_cuda_from_host((void *)r, hr, dbytes) : GCOLL_SUCCESS;
 }
 
 #ifdef HAVE_CUDA

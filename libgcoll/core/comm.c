@@ -8,6 +8,7 @@
 #include "core/config.h"
 #include "core/live.h"
 #include "core/log.h"
+#include "core/memtype.h"
 #include "core/select.h"
 #include "core/status.h"
 #include "shm/shm.h"
@@ -183,6 +184,7 @@ static void comm_free(struct gcoll_comm *c)
     gcoll_sched_fini(&c->sched);
     free(c->node_of);
     free(c->scratch);
+    gcoll_cuda_host_free(c->stage);
     free(c->reqs);
     c->magic = 0;
     free(c);
@@ -340,5 +342,20 @@ gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratc
         comm->scratch_size = bytes;
     }
     *scratch = comm->scratch;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_stage(gcoll_comm_t comm, size_t bytes, void **stage)
+{
+    if (bytes > comm->stage_size || !comm->stage) {
+        void *p = gcoll_cuda_host_alloc(bytes);
+        if (!p)
+            return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of page-locked "
+                               "host memory to stage device buffers", bytes);
+        gcoll_cuda_host_free(comm->stage);
+        comm->stage      = p;
+        comm->stage_size = bytes;
+    }
+    *stage = comm->stage;
     return GCOLL_SUCCESS;
 }

@@ -56,6 +56,8 @@ struct gcoll_comm {
      * available here (device buffers are staged through host memory). */
     struct gcoll_cuda_ipc *cuda_ipc;
     int                   cuda_ipc_state;
+    void                 *stage;        /* pinned host image of device buffers (coll.c) */
+    size_t                stage_size;
 };
 
 /* GCOLL_SUCCESS if comm is a live communicator, else GCOLL_ERR_INVALID_ARG
@@ -77,5 +79,10 @@ gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_co
 
 /* Scratch of at least bytes, kept in the communicator. */
 gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch);
+
+/* Page-locked host memory of at least bytes, kept in the communicator, for
+ * staging device buffers through the host path (not the scratch: the host
+ * path uses that while the staged images are live). */
+gcoll_status_t gcoll_comm_stage(gcoll_comm_t comm, size_t bytes, void **stage);
 
 #endif

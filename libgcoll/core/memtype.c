@@ -53,6 +53,21 @@ static gcoll_status_t cuda_copy(void *dst, const void *src, size_t bytes, enum c
     return GCOLL_SUCCESS;
 }
 
+void *gcoll_cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void gcoll_cuda_host_free(void *p)
+{
+    if (p) (void)cudaFreeHost(p);
+}
+
 gcoll_status_t gcoll_cuda_to_host(void *host, const void *dev, size_t bytes)
 {
     return cuda_copy(host, dev, bytes, cudaMemcpyDeviceToHost);
@@ -75,6 +90,17 @@ gcoll_memtype_t gcoll_memtype_of(const void *ptr)
 {
     (void)ptr;
     return GCOLL_MEM_HOST;
+}
+
+void *gcoll_cuda_host_alloc(size_t bytes)
+{
+    (void)bytes;
+    return NULL;
+}
+
+void gcoll_cuda_host_free(void *p)
+{
+    (void)p;
 }
 
 gcoll_status_t gcoll_cuda_to_host(void *host, const void *dev, size_t bytes)

@@ -19,6 +19,12 @@ const char *gcoll_memtype_name(gcoll_memtype_t m);
 /* Number of CUDA devices visible (0 without CUDA or without a GPU). */
 int gcoll_cuda_device_count(void);
 
+/* Page-locked host memory for staging device buffers: cudaMemcpy from and to
+ * it runs at the link's full speed without a bounce copy of its own.  NULL
+ * where it cannot be had (no CUDA, or the allocation failed). */
+void *gcoll_cuda_host_alloc(size_t bytes);
+void gcoll_cuda_host_free(void *p);
+
 /* Copy between a CUDA buffer and host memory (cudaMemcpy, default stream). */
 gcoll_status_t gcoll_cuda_to_host(void *host, const void *dev, size_t bytes);
 gcoll_status_t gcoll_cuda_from_host(void *dev, const void *host, size_t bytes);
