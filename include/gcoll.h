@@ -189,6 +189,15 @@ gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats);
 /**
  * recvbuf[i] = op over ranks of sendbuf[i], on every rank.
  * In place: sendbuf == recvbuf.
+ *
+ * CUDA buffers: @p recvbuf must be device memory on every rank or on none
+ * (GCOLL_CHECK=1 verifies it).  Into device memory the call runs on the
+ * communicator's device path, set up by its first such call on the device
+ * that call's recvbuf is on; later calls must pass both buffers on that
+ * device (one device per communicator and process, as NCCL), else every
+ * rank returns GCOLL_ERR_INVALID_ARG.  Work the caller queued on the legacy
+ * default stream is ordered before the call; work on other streams must be
+ * complete.  The result is in @p recvbuf when the call returns.
  */
 gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);

@@ -26,6 +26,7 @@ prepare() {
     [ -x configure ] || ./autogen.sh
     mkdir -p build && cd build
     [ -f Makefile ] || ../configure
+    rm -f "$gpu"/libgcoll-*.tar.gz   # one tarball: the tree as it is now
     make -s dist-gzip >/dev/null
     mv -f libgcoll-*.tar.gz "$gpu/"
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
@@ -37,15 +38,15 @@ if [ "${1:-}" = --prepare ]; then prepare; exit $?; fi
 
 out=${1:-$top/gpu-results}
 mkdir -p "$out"
-# At most 8 files come back from the device tool: gpu_check.log (everything
-# printed), build.log (configure and make), and five CSVs.
-exec > >(tee "$out/gpu_check.log") 2>&1
 step() { echo "== $(date +%T) $*"; }
-t0=$(date +%s)
 
+main() {
+t0=$(date +%s)
 step "machine"
 nvidia-smi -L 2>&1 || echo "nvidia-smi: none"
 echo "$(nproc) CPUs, kernel $(uname -r)"
+# With a GPU in the machine, a test that says SKIP is a failure.
+if nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then gpu_here=1; else gpu_here=0; fi
 
 # MPI: MPICH unpacked from the carried wheel (the GPU machine has no MPI of
 # its own; here it rehearses the same path), else the system's mpicc.
@@ -63,34 +64,43 @@ if [ -n "$whl" ]; then
 elif command -v mpicc >/dev/null 2>&1; then
     MPICC=$(command -v mpicc)
 else
-    echo "no .gpu/mpich-*.whl and no mpicc: run scripts/gpu_check.sh --prepare first"; exit 2
+    echo "no .gpu/mpich-*.whl and no mpicc: run scripts/gpu_check.sh --prepare first"; return 2
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 step "MPI: $MPICC ($("$MPICC" -show 2>/dev/null | cut -c1-60 || true))"
 
 step "build (configure --with-cuda, make -j$(nproc))"
 tarball=$(ls "$gpu"/libgcoll-*.tar.gz 2>/dev/null | head -n 1)
-[ -n "$tarball" ] || { echo "no .gpu/libgcoll-*.tar.gz: run --prepare first"; exit 2; }
+[ -n "$tarball" ] || { echo "no .gpu/libgcoll-*.tar.gz: run --prepare first"; return 2; }
 src=/tmp/gcoll-src
 rm -rf "$src" && mkdir -p "$src" && tar -xzf "$tarball" -C "$src" --strip-components=1
+for d in include libgcoll test/cuda bench; do
+    if ! diff -rq "$top/$d" "$src/$d" >/dev/null 2>&1; then
+        echo "$tarball differs from the tree in $d/: run scripts/gpu_check.sh --prepare again"
+        return 2
+    fi
+done
 cd "$src"
 if ! { ./configure CC="$MPICC" --with-cuda=/usr/local/cuda $extra_configure >"$out/build.log" 2>&1 &&
        make -j"$(nproc)" >>"$out/build.log" 2>&1 &&
        make -j"$(nproc)" test/cuda/test_cuda_kernels test/cuda/test_cuda_allreduce \
            bench/gcoll_bench_cuda_reduce \
            >>"$out/build.log" 2>&1; }; then
-    echo "build FAILED:"; tail -n 40 "$out/build.log"; exit 1
+    echo "build FAILED:"; tail -n 40 "$out/build.log"; return 1
 fi
 grep -A6 "configuration summary" "$out/build.log"
 
 failed=0
+verdict() {   # exit status of a test: 0 passed, 77 skipped (a failure with a GPU here)
+    [ "$1" = 0 ] || { [ "$1" = 77 ] && [ $gpu_here = 0 ]; } || failed=1
+}
 step "device kernels vs host kernels (test_cuda_kernels)"
 ./test/cuda/test_cuda_kernels 2>&1 | tail -n 45
-rc=${PIPESTATUS[0]}; [ "$rc" = 0 ] || [ "$rc" = 77 ] || failed=1
+verdict "${PIPESTATUS[0]}"
 
 step "device-buffer allreduce vs MPI (run_cuda.sh)"
 MPIRUN=mpirun ./test/cuda/run_cuda.sh
-rc=$?; [ "$rc" = 0 ] || [ "$rc" = 77 ] || failed=1
+verdict $?
 
 step "benchmark: device reduction kernels vs cudaMemcpy (gcoll_bench_cuda_reduce)"
 for t in float32 bfloat16; do
@@ -103,4 +113,10 @@ for np in 1 2 4; do
         --csv "$out/bench-cuda-np$np.csv"
 done
 step "done in $(( $(date +%s) - t0 )) s; tests $( [ $failed = 0 ] && echo passed || echo FAILED)"
-exit $failed
+return $failed
+}
+
+# At most 8 files come back from the device tool: gpu_check.log (everything
+# printed), build.log (configure and make), and five CSVs.
+main 2>&1 | tee "$out/gpu_check.log"
+exit "${PIPESTATUS[0]}"

@@ -71,13 +71,13 @@ static gcoll_status_t validate(gcoll_comm_t comm, const call_t *k, size_t *src_b
  * of the values and their negations with MPI_MIN gives min and max). */
 static gcoll_status_t check_signature(gcoll_comm_t comm, const call_t *k)
 {
-    /* the memory type too: the device path is collective, so a rank with
-     * host buffers among ranks with device buffers would not meet them */
+    /* allreduce: recvbuf's memory type too, which picks the (collective)
+     * path; the other collectives stage each rank's buffers on its own */
     enum { NFIELDS = 6 };
-    const void *buf = k->recvbuf ? k->recvbuf : k->sendbuf;
     long long v[2 * NFIELDS] = { k->coll, (long long)k->count, k->dtype,
                                  is_reducing(k->coll) ? k->op : 0, has_root(k->coll) ? k->root : 0,
-                                 gcoll_memtype_of(buf) };
+                                 k->coll == GCOLL_COLL_ALLREDUCE ? gcoll_memtype_of(k->recvbuf)
+                                                                 : 0 };
     long long r[2 * NFIELDS];
     for (int i = 0; i < NFIELDS; i++) v[NFIELDS + i] = -v[i];
     MPI_Allreduce(v, r, 2 * NFIELDS, MPI_LONG_LONG, MPI_MIN, comm->mpi_comm);
@@ -190,9 +190,10 @@ static gcoll_status_t run_staged(gcoll_comm_t comm, const call_t *k, size_t sbyt
 }
 
 #ifdef HAVE_CUDA
-/* The communicator's CUDA IPC path for buffers on device dev, set up on its
- * first use (collective: every rank makes the same call), or NULL where it
- * cannot serve (set-up failed once: staged from then on, said once at WARN). */
+/* The communicator's CUDA IPC path, set up on device dev by the first
+ * allreduce into device memory (collective: every rank makes that call), or
+ * NULL where it cannot serve (set-up failed once: staged from then on, said
+ * once at WARN). */
 static gcoll_status_t cuda_ipc_for(gcoll_comm_t comm, int dev, gcoll_comm_t *rail,
                                    gcoll_cuda_ipc_t **ipc)
 {
@@ -210,11 +211,6 @@ static gcoll_status_t cuda_ipc_for(gcoll_comm_t comm, int dev, gcoll_comm_t *rai
         comm->cuda_ipc_state = 1;
     }
     if (comm->cuda_ipc_state < 0) return GCOLL_SUCCESS;
-    if (gcoll_cuda_ipc_device(comm->cuda_ipc) != dev)
-        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce: the buffers are on CUDA device "
-                           "%d, but this communicator's device path was set up on device %d by "
-                           "its first device call: use one communicator per device (as NCCL)",
-                           dev, gcoll_cuda_ipc_device(comm->cuda_ipc));
     if (comm->nnodes > 1) {
         gcoll_comm_t node;
         GCOLL_TRY(gcoll_comm_levels(comm, &node, rail));
@@ -224,24 +220,28 @@ static gcoll_status_t cuda_ipc_for(gcoll_comm_t comm, int dev, gcoll_comm_t *rai
 }
 #endif
 
-/* Device buffers: an allreduce with both buffers on one device runs on the
- * CUDA IPC path; everything else is staged through host memory. */
-static gcoll_status_t run_cuda(gcoll_comm_t comm, const call_t *k, size_t sbytes, size_t dbytes)
+/* Device buffers.  An allreduce into device memory runs on the CUDA IPC
+ * path: which path runs is decided by recvbuf's memory type, the same on
+ * every rank (gcoll.h; GCOLL_CHECK=1 verifies it), so the ranks never
+ * split between paths.  Everything else is staged through host memory. */
+static gcoll_status_t run_cuda(gcoll_comm_t comm, const call_t *k, int send_dev, int recv_dev,
+                               size_t sbytes, size_t dbytes)
 {
 #ifdef HAVE_CUDA
-    int dev = gcoll_cuda_device_of(k->recvbuf);
-    if (k->coll == GCOLL_COLL_ALLREDUCE && dev >= 0 && gcoll_cuda_device_of(k->sendbuf) == dev) {
+    if (k->coll == GCOLL_COLL_ALLREDUCE && recv_dev >= 0) {
         gcoll_cuda_ipc_t *ipc;
         gcoll_comm_t rail;
-        GCOLL_TRY(cuda_ipc_for(comm, dev, &rail, &ipc));
+        GCOLL_TRY(cuda_ipc_for(comm, recv_dev, &rail, &ipc));
         if (ipc) {
             gcoll_trace("%s count=%zu dtype=%s op=%s: CUDA IPC on device %d%s", k->fn, k->count,
-                        gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), dev,
+                        gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), recv_dev,
                         rail ? ", rails through host memory" : "");
-            return gcoll_cuda_ipc_allreduce(ipc, k->sendbuf, k->recvbuf, k->count, k->dtype,
-                                            k->op, rail);
+            return gcoll_cuda_ipc_allreduce(ipc, k->sendbuf, send_dev, k->recvbuf, recv_dev,
+                                            k->count, k->dtype, k->op, rail);
         }
     }
+#else
+    (void)send_dev; (void)recv_dev;
 #endif
     return run_staged(comm, k, sbytes, dbytes);
 }
@@ -252,14 +252,13 @@ static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
     gcoll_error_clear();
     GCOLL_TRY(validate(comm, k, &sbytes, &dbytes));
     if (gcoll_config.check) GCOLL_TRY(check_signature(comm, k));
-    gcoll_status_t st;
     if (sbytes == 0 && dbytes == 0 && k->coll != GCOLL_COLL_BARRIER)
-        st = GCOLL_SUCCESS;   /* nothing to move: no communication at all */
-    else if (gcoll_memtype_of(k->sendbuf) == GCOLL_MEM_CUDA ||
-             gcoll_memtype_of(k->recvbuf) == GCOLL_MEM_CUDA)
-        st = run_cuda(comm, k, sbytes, dbytes);
-    else
-        st = run_host(comm, k);
+        return GCOLL_SUCCESS;   /* nothing to move: no communication at all */
+    /* one pointer query per buffer and call (none without a GPU) */
+    int send_dev = gcoll_cuda_device_of(k->sendbuf), recv_dev = gcoll_cuda_device_of(k->recvbuf);
+    gcoll_status_t st = send_dev >= 0 || recv_dev >= 0
+                            ? run_cuda(comm, k, send_dev, recv_dev, sbytes, dbytes)
+                            : run_host(comm, k);
     if (st == GCOLL_SUCCESS) comm->stats.calls++;
     return st;
 }

@@ -1,5 +1,6 @@
 /* CUDA IPC allreduce (the protocol is in cuda_ipc.h). */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
@@ -39,12 +40,6 @@ static gcoll_status_t cuda_failed(cudaError_t e, const char *what)
                        cudaGetErrorString(e));
 }
 
-#define CUDA_TRY(_call, _what) \
-    do { \
-        cudaError_t _e = (_call); \
-        if (_e != cudaSuccess) return cuda_failed(_e, _what); \
-    } while (0)
-
 /* ---- set-up ------------------------------------------------------------- */
 
 /* This rank's half of the set-up; why says what failed. */
@@ -53,8 +48,10 @@ static int setup_local(gcoll_cuda_ipc_t *x, ipc_card_t *card, char *why, size_t 
     cudaError_t e;
     const char *what = "cudaSetDevice";
     if ((e = cudaSetDevice(x->device)) != cudaSuccess) goto fail;
-    what = "cudaStreamCreateWithFlags";
-    if ((e = cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
+    /* A blocking stream: its work waits for what the caller queued on the
+     * legacy default stream (an upload, a memset) before the call. */
+    what = "cudaStreamCreate";
+    if ((e = cudaStreamCreate(&x->stream)) != cudaSuccess) goto fail;
     what = "cudaMalloc of the IPC buffer";
     if ((e = cudaMalloc((void **)&x->buf, 2 * (size_t)GCOLL_CUDA_IPC_CHUNK)) != cudaSuccess) goto fail;
     x->peer[x->me] = x->buf;
@@ -126,7 +123,8 @@ gcoll_status_t gcoll_cuda_ipc_create(gcoll_comm_t comm, int device, gcoll_cuda_i
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi_comm);
     if (prev >= 0) (void)cudaSetDevice(prev);
     if (!all_ok) {
-        gcoll_cuda_ipc_destroy(x);
+        if (x) gcoll_cuda_ipc_destroy(x);   /* its node barrier matches the peers' */
+        else if (comm->local_size > 1) MPI_Barrier(comm->node_comm);
         return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "CUDA IPC path unavailable: %s",
                            ok ? "another rank could not set it up (its log says why)" : why);
     }
@@ -144,7 +142,8 @@ void gcoll_cuda_ipc_destroy(gcoll_cuda_ipc_t *x)
     int prev = -1;
     (void)cudaGetDevice(&prev);
     (void)cudaSetDevice(x->device);
-    for (int q = 0; q < x->nlocal; q++)
+    int mapped = x->nlocal < GCOLL_CUDA_MAX_INPUTS ? x->nlocal : GCOLL_CUDA_MAX_INPUTS;
+    for (int q = 0; q < mapped; q++)
         if (q != x->me && x->peer[q]) (void)cudaIpcCloseMemHandle(x->peer[q]);
     if (x->nlocal > 1) MPI_Barrier(x->comm->node_comm);
     if (x->buf) (void)cudaFree(x->buf);
@@ -162,19 +161,46 @@ int gcoll_cuda_ipc_device(const gcoll_cuda_ipc_t *x)
 
 /* ---- one call ----------------------------------------------------------- */
 
-static gcoll_status_t node_barrier(gcoll_cuda_ipc_t *x)
+/* One call in flight.  A rank whose own work fails (a CUDA error, buffers on
+ * another device) keeps taking part in every barrier and rail allreduce of
+ * the protocol, skipping only its device work, because its peers wait in
+ * them; at the end all ranks agree on the outcome, so either every rank
+ * returns success or every rank returns an error. */
+typedef struct {
+    gcoll_cuda_ipc_t *x;
+    gcoll_comm_t      rail;
+    gcoll_dtype_t     dtype;
+    gcoll_op_t        op;      /* AVG folded as SUM */
+    size_t            dt;
+    gcoll_status_t    st;      /* this rank's first failure */
+} ipc_call_t;
+
+/* Run a CUDA call unless this rank has already failed; keep its failure. */
+#define CUDA_STEP(_k, _call, _what) \
+    do { \
+        if ((_k)->st == GCOLL_SUCCESS) { \
+            cudaError_t _e = (_call); \
+            if (_e != cudaSuccess) (_k)->st = cuda_failed(_e, _what); \
+        } \
+    } while (0)
+
+#define GCOLL_STEP(_k, _call) \
+    do { \
+        if ((_k)->st == GCOLL_SUCCESS) (_k)->st = (_call); \
+    } while (0)
+
+static void keep(ipc_call_t *k, gcoll_status_t st)
 {
-    if (x->nlocal == 1) return GCOLL_SUCCESS;
-    if (x->comm->shm) return gcoll_shm_barrier(x->comm->shm);
-    if (MPI_Barrier(x->comm->node_comm) != MPI_SUCCESS)
-        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "CUDA IPC path: MPI_Barrier of the node failed");
-    return GCOLL_SUCCESS;
+    if (k->st == GCOLL_SUCCESS) k->st = st;
 }
 
-static gcoll_status_t sync_stream(gcoll_cuda_ipc_t *x)
+static void node_barrier(ipc_call_t *k)
 {
-    CUDA_TRY(cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
-    return GCOLL_SUCCESS;
+    gcoll_cuda_ipc_t *x = k->x;
+    if (x->nlocal == 1) return;
+    if (x->comm->shm) keep(k, gcoll_shm_barrier(x->comm->shm));
+    else if (MPI_Barrier(x->comm->node_comm) != MPI_SUCCESS)
+        keep(k, GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "CUDA IPC path: MPI_Barrier of the node failed"));
 }
 
 /* Slice q of n elements: whole 16-byte packs, the remainder to the last
@@ -186,77 +212,104 @@ static void slice_of(size_t n, size_t dt, int nslices, int q, size_t *lo, size_t
     *hi = q == nslices - 1 ? n : (size_t)(q + 1) * packs / (size_t)nslices * per;
 }
 
-/* Step 3: my reduced slice across the nodes, through pinned host memory. */
-static gcoll_status_t rail_step(gcoll_cuda_ipc_t *x, char *out, char *dst, size_t n,
-                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t rail)
+static int aligned16(const void *p)
 {
-    size_t bytes = n * gcoll_dtype_size(dtype);
-    if (bytes)
-        CUDA_TRY(cudaMemcpyAsync(x->host, out, bytes, cudaMemcpyDeviceToHost, x->stream),
-                 "copy of the slice to host");
-    GCOLL_TRY(sync_stream(x));
-    GCOLL_TRY(gcoll_allreduce(x->host, x->host, n, dtype, op, rail));
-    if (!bytes) return GCOLL_SUCCESS;
-    CUDA_TRY(cudaMemcpyAsync(out, x->host, bytes, cudaMemcpyHostToDevice, x->stream),
-             "copy of the slice from host");
-    CUDA_TRY(cudaMemcpyAsync(dst, out, bytes, cudaMemcpyDeviceToDevice, x->stream),
-             "copy of the slice into dst");
-    return GCOLL_SUCCESS;
+    return ((uintptr_t)p & 15u) == 0;
 }
 
-static gcoll_status_t one_chunk(gcoll_cuda_ipc_t *x, const char *src, char *dst, size_t n,
-                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t rail)
+/* Step 3: my reduced slice across the nodes, through pinned host memory.
+ * The rail allreduce runs even after a local failure (with whatever the
+ * staging buffer holds): the rail's other ranks are in it. */
+static void rail_step(ipc_call_t *k, char *out, char *dst, size_t n)
 {
-    size_t dt = gcoll_dtype_size(dtype), lo, hi;
+    gcoll_cuda_ipc_t *x = k->x;
+    size_t bytes = n * k->dt;
+    if (bytes)
+        CUDA_STEP(k, cudaMemcpyAsync(x->host, out, bytes, cudaMemcpyDeviceToHost, x->stream),
+                  "copy of the slice to host");
+    CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+    keep(k, gcoll_allreduce(x->host, x->host, n, k->dtype, k->op, k->rail));
+    if (!bytes) return;
+    CUDA_STEP(k, cudaMemcpyAsync(out, x->host, bytes, cudaMemcpyHostToDevice, x->stream),
+              "copy of the slice from host");
+    CUDA_STEP(k, cudaMemcpyAsync(dst, out, bytes, cudaMemcpyDeviceToDevice, x->stream),
+              "copy of the slice into dst");
+}
+
+static void one_chunk(ipc_call_t *k, const char *src, char *dst, size_t n)
+{
+    gcoll_cuda_ipc_t *x = k->x;
+    size_t dt = k->dt, lo, hi;
     const size_t out_off = GCOLL_CUDA_IPC_CHUNK;
-    CUDA_TRY(cudaMemcpyAsync(x->buf, src, n * dt, cudaMemcpyDeviceToDevice, x->stream),
-             "copy of src into the IPC buffer");
-    GCOLL_TRY(sync_stream(x));
-    GCOLL_TRY(node_barrier(x));
+    CUDA_STEP(k, cudaMemcpyAsync(x->buf, src, n * dt, cudaMemcpyDeviceToDevice, x->stream),
+              "copy of src into the IPC buffer");
+    CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+    node_barrier(k);
 
     slice_of(n, dt, x->nlocal, x->me, &lo, &hi);
     const void *in[GCOLL_CUDA_MAX_INPUTS];
     for (int q = 0; q < x->nlocal; q++) in[q] = x->peer[q] + lo * dt;
-    void *const out[2] = { x->buf + out_off + lo * dt, dst + lo * dt };
-    GCOLL_TRY(gcoll_cuda_reduce(out, in, x->nlocal, hi - lo, dtype, op, x->stream));
-    if (rail) GCOLL_TRY(rail_step(x, out[0], out[1], hi - lo, dtype, op, rail));
-    GCOLL_TRY(sync_stream(x));
-    GCOLL_TRY(node_barrier(x));
+    char *mine = x->buf + out_off + lo * dt, *to = dst + lo * dt;
+    /* the kernel writes dst too where that keeps its 16-byte loads */
+    void *const out[2] = { mine, aligned16(to) ? to : NULL };   /* mine is aligned */
+    GCOLL_STEP(k, gcoll_cuda_reduce(out, in, x->nlocal, hi - lo, k->dtype, k->op, x->stream));
+    if (!out[1] && hi > lo)
+        CUDA_STEP(k, cudaMemcpyAsync(to, mine, (hi - lo) * dt, cudaMemcpyDeviceToDevice,
+                                     x->stream), "copy of the slice into dst");
+    if (k->rail) rail_step(k, mine, to, hi - lo);
+    CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+    node_barrier(k);
 
     for (int q = 0; q < x->nlocal; q++) {
         if (q == x->me) continue;
         slice_of(n, dt, x->nlocal, q, &lo, &hi);
         if (hi > lo)
-            CUDA_TRY(cudaMemcpyAsync(dst + lo * dt, x->peer[q] + out_off + lo * dt,
-                                     (hi - lo) * dt, cudaMemcpyDeviceToDevice, x->stream),
-                     "copy of a peer's slice");
+            CUDA_STEP(k, cudaMemcpyAsync(dst + lo * dt, x->peer[q] + out_off + lo * dt,
+                                         (hi - lo) * dt, cudaMemcpyDeviceToDevice, x->stream),
+                      "copy of a peer's slice");
     }
-    return sync_stream(x);
+    CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
 }
 
-static gcoll_status_t allreduce_on_device(gcoll_cuda_ipc_t *x, const char *src, char *dst,
-                                          size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
-                                          gcoll_comm_t rail)
+/* Every rank's outcome: this rank's, or an error naming another rank's. */
+static gcoll_status_t agree(ipc_call_t *k)
 {
-    size_t dt = gcoll_dtype_size(dtype), per = GCOLL_CUDA_IPC_CHUNK / dt;
-    gcoll_op_t fold = op == GCOLL_AVG ? GCOLL_SUM : op;
-    for (size_t o = 0; o < count; o += per) {
-        size_t n = count - o < per ? count - o : per;
-        GCOLL_TRY(one_chunk(x, src + o * dt, dst + o * dt, n, dtype, fold, rail));
-    }
-    if (op != GCOLL_AVG) return GCOLL_SUCCESS;
-    GCOLL_TRY(gcoll_cuda_avg(dst, count, dtype, x->comm->size, x->stream));
-    return sync_stream(x);
+    int mine = (int)k->st, worst = mine;
+    if (MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, k->x->comm->mpi_comm) != MPI_SUCCESS)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "CUDA IPC path: MPI_Allreduce of the outcome "
+                           "failed");
+    if (mine != GCOLL_SUCCESS) return k->st;   /* its sentence is already set */
+    if (worst != GCOLL_SUCCESS)
+        return GCOLL_ERROR((gcoll_status_t)worst, "gcoll_allreduce: the device allreduce failed "
+                           "on another rank (its log says why); this rank's result is invalid");
+    return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *x, const void *src, void *dst,
-                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
-                                        gcoll_comm_t rail)
+gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *x, const void *src, int src_dev,
+                                        void *dst, int dst_dev, size_t count,
+                                        gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t rail)
 {
+    ipc_call_t k = { x, rail, dtype, op == GCOLL_AVG ? GCOLL_SUM : op, gcoll_dtype_size(dtype),
+                     GCOLL_SUCCESS };
+    if (src_dev != x->device || dst_dev != x->device)
+        k.st = GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce: sendbuf is on %s %d and "
+                           "recvbuf on device %d, but this communicator's device path runs on "
+                           "device %d (set up by its first device allreduce): both buffers must "
+                           "be on that device (one device per communicator, as NCCL)",
+                           src_dev < 0 ? "host, not a device:" : "device", src_dev, dst_dev,
+                           x->device);
     int prev = -1;
     (void)cudaGetDevice(&prev);
-    if (prev != x->device) CUDA_TRY(cudaSetDevice(x->device), "cudaSetDevice");
-    gcoll_status_t st = allreduce_on_device(x, src, dst, count, dtype, op, rail);
+    if (prev != x->device) CUDA_STEP(&k, cudaSetDevice(x->device), "cudaSetDevice");
+    size_t per = GCOLL_CUDA_IPC_CHUNK / k.dt;
+    for (size_t o = 0; o < count; o += per) {
+        size_t n = count - o < per ? count - o : per;
+        one_chunk(&k, (const char *)src + o * k.dt, (char *)dst + o * k.dt, n);
+    }
+    if (op == GCOLL_AVG) {
+        GCOLL_STEP(&k, gcoll_cuda_avg(dst, count, dtype, x->comm->size, x->stream));
+        CUDA_STEP(&k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
+    }
     if (prev >= 0 && prev != x->device) (void)cudaSetDevice(prev);
-    return st;
+    return agree(&k);
 }

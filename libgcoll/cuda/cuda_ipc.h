@@ -19,7 +19,12 @@
  * before the next chunk overwrites them; the next chunk's barrier 1 orders
  * step 4's reads before step 2 overwrites an output half.  The barriers are
  * the node's shared-memory barrier (MPI_Barrier without a segment); each
- * rank's stream is synchronized before it enters one.
+ * rank's stream is synchronized before it enters one.  The path's stream is
+ * a blocking one: it starts after work the caller queued on the legacy
+ * default stream; work on the caller's own non-blocking streams must be
+ * complete before the call (as with a CUDA-aware MPI).  A call ends with
+ * one MPI_Allreduce of the ranks' outcomes, so a failure on one rank is an
+ * error on all.
  *
  * Only built with CUDA. */
 #ifndef GCOLL_CUDA_IPC_H
@@ -41,11 +46,14 @@ void gcoll_cuda_ipc_destroy(gcoll_cuda_ipc_t *ipc);
 /* The device the path was set up for. */
 int gcoll_cuda_ipc_device(const gcoll_cuda_ipc_t *ipc);
 
-/* Allreduce of device buffers (src may equal dst).  AVG divides by comm's
- * size at the end.  Returns when dst holds the result.  rail: the ranks with
- * my local index on every node, NULL on a single node. */
-gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *ipc, const void *src, void *dst,
-                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
-                                        gcoll_comm_t rail);
+/* Allreduce of device buffers (src may equal dst); src_dev and dst_dev are
+ * the devices holding them (-1: host).  AVG divides by comm's size at the
+ * end.  Returns when dst holds the result.  rail: the ranks with my local
+ * index on every node, NULL on a single node.  Collective: a rank that
+ * cannot do its part (a CUDA error, buffers not on the path's device) still
+ * takes part, and then every rank returns an error. */
+gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *ipc, const void *src, int src_dev,
+                                        void *dst, int dst_dev, size_t count,
+                                        gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t rail);
 
 #endif

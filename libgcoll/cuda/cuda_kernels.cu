@@ -124,9 +124,9 @@ const reduce_launch_t reduce_table[GCOLL_DTYPE_COUNT][4] = {
 
 /* ---- AVG: the division, as gcoll_reduce_avg_host does it ---------------- */
 
-template <class T> struct avg_int {
+template <class T> struct avg_int {   /* the host's (T)(a / d), d an int */
     typedef T type;
-    __device__ static T apply(T a, int d) { return (T)(a / (T)d); }
+    __device__ static T apply(T a, int d) { return (T)(a / d); }
 };
 struct avg_fp16 {
     typedef uint16_t type;

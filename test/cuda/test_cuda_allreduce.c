@@ -52,7 +52,7 @@ static int is_half(gcoll_dtype_t dt) { return dt == GCOLL_FLOAT16 || dt == GCOLL
 
 /* Element i of this rank: random bits for integers (wrapping is exact in
  * any order), small integers for floats (|x| <= 3: sums and products of up
- * to 6 ranks stay exact even in fp16). */
+ * to 5 ranks stay exact even in bf16, whose 8-bit significand holds 3^5). */
 static double value(size_t i, int r)
 {
     uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(r + 1) * 0xbf58476d1ce4e5b9ull;
@@ -98,33 +98,68 @@ static void reference(void *ref, size_t n, gcoll_dtype_t dt, gcoll_op_t op)
     free(in);
 }
 
-static void one_case(gcoll_comm_t comm, gcoll_dtype_t dt, gcoll_op_t op, size_t n, int in_place)
+/* One allreduce of n elements from device memory into device memory
+ * (in place, or into a buffer offset by skew elements: off the 16-byte
+ * alignment the kernels' wide loads want) against MPI. */
+static void one_case(gcoll_comm_t comm, gcoll_dtype_t dt, gcoll_op_t op, size_t n, int in_place,
+                     size_t skew)
 {
-    size_t bytes = n * gcoll_dtype_size(dt);
+    size_t sz = gcoll_dtype_size(dt), bytes = n * sz;
     unsigned char *h = malloc(bytes + 1), *ref = malloc(bytes + 1), *got = malloc(bytes + 1);
-    void *d_src = NULL, *d_dst = NULL;
+    char *d_src = NULL, *d_dst = NULL;
     fill(h, n, dt, rank);
     reference(ref, n, dt, op);
-    cudaMalloc(&d_src, bytes + 1);
-    cudaMalloc(&d_dst, bytes + 1);
+    cudaMalloc((void **)&d_src, bytes + 1);
+    cudaMalloc((void **)&d_dst, bytes + skew * sz + 1);
     cudaMemcpy(d_src, h, bytes, cudaMemcpyHostToDevice);
-    cudaMemset(d_dst, 0xa5, bytes + 1);
-    void *dst = in_place ? d_src : d_dst;
+    cudaMemset(d_dst, 0xa5, bytes + skew * sz + 1);
+    char *dst = in_place ? d_src : d_dst + skew * sz;
     gcoll_status_t st = gcoll_allreduce(d_src, dst, n, dt, op, comm);
     checks++;
     if (st != GCOLL_SUCCESS) {
-        FAIL("%s %s count=%zu%s: status %d: %s", gcoll_dtype_name(dt), gcoll_op_name(op), n,
-             in_place ? " in place" : "", (int)st, gcoll_last_error());
+        FAIL("%s %s count=%zu%s skew=%zu: status %d: %s", gcoll_dtype_name(dt), gcoll_op_name(op),
+             n, in_place ? " in place" : "", skew, (int)st, gcoll_last_error());
     } else {
         cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost);
         size_t bad = 0;
         while (bad < bytes && got[bad] == ref[bad]) bad++;
         if (bad < bytes)
-            FAIL("%s %s count=%zu%s: differs from MPI from byte %zu (element %zu)",
-                 gcoll_dtype_name(dt), gcoll_op_name(op), n, in_place ? " in place" : "", bad,
-                 bad / gcoll_dtype_size(dt));
+            FAIL("%s %s count=%zu%s skew=%zu: differs from MPI from byte %zu (element %zu)",
+                 gcoll_dtype_name(dt), gcoll_op_name(op), n, in_place ? " in place" : "", skew,
+                 bad, bad / sz);
     }
     cudaFree(d_src), cudaFree(d_dst);
+    free(h), free(ref), free(got);
+}
+
+/* Host sendbuf into a device recvbuf: the device path takes both on one
+ * device, so every rank must get INVALID_ARG (not a hang, not a result on
+ * some ranks; staged instead where the path declined), and the
+ * communicator must work afterwards.  Device sendbuf
+ * into a host recvbuf is staged through host memory and exact. */
+static void mixed_buffers(gcoll_comm_t comm)
+{
+    size_t n = 1000, bytes = n * sizeof(float);
+    float *h = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes);
+    void *d = NULL;
+    fill(h, n, GCOLL_FLOAT32, rank);
+    reference(ref, n, GCOLL_FLOAT32, GCOLL_SUM);
+    cudaMalloc(&d, bytes);
+    gcoll_status_t st = gcoll_allreduce(h, d, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
+    /* where the device path declined, device buffers are staged: exact */
+    gcoll_status_t want = comm->cuda_ipc_state == 1 ? GCOLL_ERR_INVALID_ARG : GCOLL_SUCCESS;
+    checks++;
+    if (st != want)
+        FAIL("host sendbuf into a device recvbuf: status %d (%s), expected %d", (int)st,
+             gcoll_last_error(), (int)want);
+    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    memset(got, 0, bytes);
+    st = gcoll_allreduce(d, got, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
+    checks++;
+    if (st != GCOLL_SUCCESS || memcmp(got, ref, bytes))
+        FAIL("device sendbuf into a host recvbuf after the error: status %d (%s) or a result "
+             "differing from MPI's", (int)st, gcoll_last_error());
+    cudaFree(d);
     free(h), free(ref), free(got);
 }
 
@@ -168,13 +203,17 @@ int main(int argc, char **argv)
     for (int dt = 0; dt < GCOLL_DTYPE_COUNT; dt++)
         for (int op = GCOLL_SUM; op <= GCOLL_AVG; op++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
-                one_case(comm, dt, op, counts[c], c % 2);
+                one_case(comm, dt, op, counts[c], c % 2, 0);
     /* past one 8 MiB chunk of the IPC path, both ways */
     size_t big = (8u << 20) / 4 * 2 + 13;
-    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, big, 0);
-    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, big, 1);
-    one_case(comm, GCOLL_INT64, GCOLL_MAX, big / 2 + 5, 0);
-    one_case(comm, GCOLL_BFLOAT16, GCOLL_AVG, big * 2 + 1, 1);
+    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, big, 0, 0);
+    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, big, 1, 0);
+    one_case(comm, GCOLL_INT64, GCOLL_MAX, big / 2 + 5, 0, 0);
+    one_case(comm, GCOLL_BFLOAT16, GCOLL_AVG, big * 2 + 1, 1, 0);
+    /* a recvbuf off the 16-byte alignment */
+    one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, 65537, 0, 1);
+    one_case(comm, GCOLL_FLOAT16, GCOLL_MAX, 4099, 0, 3);
+    mixed_buffers(comm);
 
     const char *expect = getenv("GCOLL_TEST_EXPECT_IPC");
     if (expect && *expect) {

@@ -167,6 +167,8 @@ int main(void)
     }
     static const size_t counts[] = { 0, 1, 2, 7, 8, 15, 16, 17, 33, 1000, 65537, 1 << 20 };
     static const int nsrcs[] = { 1, 2, 3, 8, GCOLL_CUDA_MAX_INPUTS };
+    /* past what 8-bit types hold: the division must stay an int's */
+    static const int divisors[] = { 1, 4, 7, 128, 255, 256, 300 };
     for (int dt = 0; dt < GCOLL_DTYPE_COUNT; dt++)
         for (int op = GCOLL_SUM; op <= GCOLL_MAX; op++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
@@ -179,7 +181,8 @@ int main(void)
                 }
     for (int dt = 0; dt < GCOLL_DTYPE_COUNT; dt++)
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
-            for (int d = 1; d <= 7; d += 3) check_avg(dt, counts[c], d);
+            for (size_t d = 0; d < sizeof(divisors) / sizeof(divisors[0]); d++)
+                check_avg(dt, counts[c], divisors[d]);
 
     /* bad arguments: a sentence, not a launch */
     void *const none[2] = { NULL, NULL };
