@@ -252,14 +252,15 @@ static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
     gcoll_error_clear();
     GCOLL_TRY(validate(comm, k, &sbytes, &dbytes));
     if (gcoll_config.check) GCOLL_TRY(check_signature(comm, k));
-    if (sbytes == 0 && dbytes == 0 && k->coll != GCOLL_COLL_BARRIER)
-        return GCOLL_SUCCESS;   /* nothing to move: no communication at all */
-    /* one pointer query per buffer and call (none without a GPU) */
-    int send_dev = gcoll_cuda_device_of(k->sendbuf), recv_dev = gcoll_cuda_device_of(k->recvbuf);
-    gcoll_status_t st = send_dev >= 0 || recv_dev >= 0
-                            ? run_cuda(comm, k, send_dev, recv_dev, sbytes, dbytes)
-                            : run_host(comm, k);
-    if (st == GCOLL_SUCCESS) comm->stats.calls++;
+    gcoll_status_t st = GCOLL_SUCCESS;   /* nothing to move: no communication at all */
+    if (sbytes || dbytes || k->coll == GCOLL_COLL_BARRIER) {
+        /* one pointer query per buffer and call (none without a GPU) */
+        int send_dev = gcoll_cuda_device_of(k->sendbuf);
+        int recv_dev = gcoll_cuda_device_of(k->recvbuf);
+        st = send_dev >= 0 || recv_dev >= 0 ? run_cuda(comm, k, send_dev, recv_dev, sbytes, dbytes)
+                                            : run_host(comm, k);
+    }
+    if (st == GCOLL_SUCCESS) comm->stats.calls++;   /* count-0 calls count too */
     return st;
 }
 
