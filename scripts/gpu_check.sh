@@ -102,6 +102,17 @@ step "device-buffer allreduce vs MPI (run_cuda.sh)"
 MPIRUN=mpirun ./test/cuda/run_cuda.sh
 verdict $?
 
+step "Python binding with CuPy arrays (test_cuda_arrays.py, 1 and 2 ranks)"
+if ! why=$(python3 -c "from mpi4py import MPI; import cupy" 2>&1); then
+    echo "SKIP (not counted): python3 cannot import mpi4py with this MPI, or CuPy: ${why##*$'\n'}"
+else
+    for np in 1 2; do
+        GCOLL_LIBRARY=$PWD/.libs/libgcoll.so PYTHONPATH=$PWD/bindings/python \
+            timeout 300 mpirun -n "$np" python3 test/python/test_cuda_arrays.py 2>&1 | tail -n 25
+        verdict "${PIPESTATUS[0]}"
+    done
+fi
+
 step "benchmark: device reduction kernels vs cudaMemcpy (gcoll_bench_cuda_reduce)"
 for t in float32 bfloat16; do
     timeout 120 ./bench/gcoll_bench_cuda_reduce -m 1M:1G -T $t --csv "$out/kernels-$t.csv"
