@@ -347,7 +347,7 @@ gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratc
 
 gcoll_status_t gcoll_comm_stage(gcoll_comm_t comm, size_t bytes, void **stage)
 {
-    if (bytes > comm->stage_size || !comm->stage) {
+    if (bytes > comm->stage_size || !comm->stage) {   /* !stage: bytes may be 0 */
         void *p = gcoll_cuda_host_alloc(bytes);
         if (!p)
             return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of page-locked "

@@ -25,7 +25,6 @@ struct gcoll_cuda_ipc {
     cudaStream_t stream;
     char        *buf;         /* mine: [input half | output half] */
     char        *peer[GCOLL_CUDA_MAX_INPUTS];  /* every rank's buf, mine included */
-    char        *host;        /* pinned staging for the rail level (several nodes) */
 };
 
 typedef struct {
@@ -57,10 +56,14 @@ static int setup_local(gcoll_cuda_ipc_t *x, ipc_card_t *card, char *why, size_t 
     x->peer[x->me] = x->buf;
     what = "cudaIpcGetMemHandle";
     if (x->nlocal > 1 && (e = cudaIpcGetMemHandle(&card->handle, x->buf)) != cudaSuccess) goto fail;
-    what = "cudaMallocHost of the staging buffer";
+    /* the rail level stages through the communicator's page-locked buffer
+     * (gcoll_comm_stage): grown to a chunk now, so no call allocates it */
+    void *stage;
     if (x->comm->nnodes > 1 &&
-        (e = cudaMallocHost((void **)&x->host, GCOLL_CUDA_IPC_CHUNK)) != cudaSuccess)
-        goto fail;
+        gcoll_comm_stage(x->comm, GCOLL_CUDA_IPC_CHUNK, &stage) != GCOLL_SUCCESS) {
+        snprintf(why, len, "%s", gcoll_last_error());
+        return 0;
+    }
     return 1;
 fail:
     (void)cudaGetLastError();
@@ -147,7 +150,6 @@ void gcoll_cuda_ipc_destroy(gcoll_cuda_ipc_t *x)
         if (q != x->me && x->peer[q]) (void)cudaIpcCloseMemHandle(x->peer[q]);
     if (x->nlocal > 1) MPI_Barrier(x->comm->node_comm);
     if (x->buf) (void)cudaFree(x->buf);
-    if (x->host) (void)cudaFreeHost(x->host);
     if (x->stream) (void)cudaStreamDestroy(x->stream);
     (void)cudaGetLastError();
     if (prev >= 0) (void)cudaSetDevice(prev);
@@ -217,20 +219,23 @@ static int aligned16(const void *p)
     return ((uintptr_t)p & 15u) == 0;
 }
 
-/* Step 3: my reduced slice across the nodes, through pinned host memory.
+/* Step 3: my reduced slice across the nodes, through the communicator's
+ * page-locked buffer (a chunk large since set-up: this cannot allocate).
  * The rail allreduce runs even after a local failure (with whatever the
  * staging buffer holds): the rail's other ranks are in it. */
 static void rail_step(ipc_call_t *k, char *out, char *dst, size_t n)
 {
     gcoll_cuda_ipc_t *x = k->x;
     size_t bytes = n * k->dt;
+    char *host;
+    keep(k, gcoll_comm_stage(x->comm, GCOLL_CUDA_IPC_CHUNK, (void **)&host));
     if (bytes)
-        CUDA_STEP(k, cudaMemcpyAsync(x->host, out, bytes, cudaMemcpyDeviceToHost, x->stream),
+        CUDA_STEP(k, cudaMemcpyAsync(host, out, bytes, cudaMemcpyDeviceToHost, x->stream),
                   "copy of the slice to host");
     CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
-    keep(k, gcoll_allreduce(x->host, x->host, n, k->dtype, k->op, k->rail));
+    keep(k, gcoll_allreduce(host, host, n, k->dtype, k->op, k->rail));
     if (!bytes) return;
-    CUDA_STEP(k, cudaMemcpyAsync(out, x->host, bytes, cudaMemcpyHostToDevice, x->stream),
+    CUDA_STEP(k, cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, x->stream),
               "copy of the slice from host");
     CUDA_STEP(k, cudaMemcpyAsync(dst, out, bytes, cudaMemcpyDeviceToDevice, x->stream),
               "copy of the slice into dst");
