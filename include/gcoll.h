@@ -28,13 +28,15 @@
  * MPI_THREAD_MULTIPLE.  Calls on one communicator must be serialised by the
  * caller and made in the same order on every rank (as for MPI collectives).
  *
- * Progress: a rank that has finished a call may still owe its peers
- * transport progress (UCX completes a receive before the sender's side is
- * done).  Under Open MPI libgcoll polls its UCX workers from MPI's progress
- * loop between calls, so any blocking MPI call after a libgcoll call keeps
- * the peers moving.  With an MPI that has no such hook, set
- * GCOLL_TRANSPORT=mpi if the application blocks in MPI right after libgcoll
- * calls (see README, Status).
+ * Progress: every collective is a request advanced by one progress engine
+ * per process (see "Nonblocking and persistent collectives").  With
+ * GCOLL_PROGRESS=thread (the default where the transport allows it) a
+ * background thread advances outstanding requests while the application
+ * computes, and serves the transport's late completions a peer may still
+ * need after this rank's call returned (UCX completes a receive before the
+ * sender's side is done); it sleeps when nothing is outstanding.  With
+ * GCOLL_PROGRESS=caller, requests advance only inside libgcoll calls.
+ * libgcoll adds nothing to the MPI library's own progress loop.
  *
  * Memory: every buffer argument may be host memory or, when the library was
  * built with CUDA, CUDA device memory; the library detects which per call.
@@ -326,6 +328,100 @@ gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, si
                                           gcoll_compressor_t compressor);
 /** Name of a codec ("topk"), or "unknown". */
 const char *gcoll_compress_name(gcoll_compress_t kind);
+/**@}*/
+
+
+/**
+ * @name Nonblocking and persistent collectives
+ *
+ * Each blocking collective has a nonblocking form, gcoll_i<coll>(), with the
+ * same arguments plus a request, and a persistent form, gcoll_<coll>_init()
+ * (MPI-4 style), that builds the schedule once and is started any number of
+ * times with gcoll_start().  MPI's rules apply:
+ *
+ * - Collectives of one communicator, blocking ones included, are posted in
+ *   the same order on every rank; they may complete in any order.  Those of
+ *   different communicators are independent.
+ * - Buffers belong to the library from post (or start) to completion.
+ * - A completed non-persistent request is freed by gcoll_test() (with
+ *   *done = 1) or gcoll_wait() and set to GCOLL_REQUEST_NULL.  A persistent
+ *   request stays valid, inactive, until gcoll_request_free().
+ * - Waiting or testing GCOLL_REQUEST_NULL or an inactive persistent request
+ *   succeeds at once (test: *done = 1).
+ * - The status of wait/test is the collective's outcome; gcoll_waitall()
+ *   returns the first failure and still completes or frees every request.
+ * - Argument errors are reported by the post or init call itself
+ *   (GCOLL_ERR_INVALID_ARG, no request made); the communicator stays usable.
+ * - gcoll_comm_destroy() with requests outstanding (active, or persistent
+ *   and not freed) returns GCOLL_ERR_INVALID_ARG and destroys nothing.
+ * - CUDA buffers and the compressed allreduce are accepted; they run when
+ *   posted (after the communicator's earlier requests complete), so their
+ *   request is complete at once: no overlap yet for device buffers.
+ *
+ * Progress: see the file comment and GCOLL_PROGRESS.
+ */
+/**@{*/
+
+/** Opaque handle of an outstanding or persistent collective. */
+typedef struct gcoll_request *gcoll_request_t;
+/** The null request: what completed requests are set to. */
+#define GCOLL_REQUEST_NULL ((gcoll_request_t)0)
+
+gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                gcoll_request_t *request);
+gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                            gcoll_comm_t comm, gcoll_request_t *request);
+gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                             gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
+                             gcoll_request_t *request);
+gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request);
+gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                     gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                     gcoll_request_t *request);
+gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                               gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request);
+gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, gcoll_request_t *request);
+/** Nonblocking gcoll_allreduce_compressed(); runs when posted (see above). */
+gcoll_status_t gcoll_iallreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                           gcoll_dtype_t dtype, gcoll_op_t op,
+                                           gcoll_compressor_t compressor,
+                                           gcoll_request_t *request);
+
+/** Persistent forms: same arguments; the request is made inactive. */
+gcoll_status_t gcoll_allreduce_init(const void *sendbuf, void *recvbuf, size_t count,
+                                    gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                    gcoll_request_t *request);
+gcoll_status_t gcoll_bcast_init(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                gcoll_comm_t comm, gcoll_request_t *request);
+gcoll_status_t gcoll_reduce_init(const void *sendbuf, void *recvbuf, size_t count,
+                                 gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
+                                 gcoll_request_t *request);
+gcoll_status_t gcoll_allgather_init(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                    gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                    gcoll_request_t *request);
+gcoll_status_t gcoll_reduce_scatter_init(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                         gcoll_request_t *request);
+gcoll_status_t gcoll_alltoall_init(const void *sendbuf, void *recvbuf, size_t count,
+                                   gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                   gcoll_request_t *request);
+gcoll_status_t gcoll_barrier_init(gcoll_comm_t comm, gcoll_request_t *request);
+
+/** Start an inactive persistent request.  GCOLL_ERR_INVALID_ARG for an
+ *  active or non-persistent one. */
+gcoll_status_t gcoll_start(gcoll_request_t request);
+/** Advance every outstanding request once; *done = 1 if *request completed
+ *  (non-persistent: freed and set to GCOLL_REQUEST_NULL). */
+gcoll_status_t gcoll_test(gcoll_request_t *request, int *done);
+/** Block until *request completes; returns its outcome. */
+gcoll_status_t gcoll_wait(gcoll_request_t *request);
+/** gcoll_wait() on each of n requests; the first failure is returned. */
+gcoll_status_t gcoll_waitall(size_t n, gcoll_request_t requests[]);
+/** Free an inactive request (persistent, or not yet completed is refused:
+ *  GCOLL_ERR_INVALID_ARG for an active one); sets it to GCOLL_REQUEST_NULL. */
+gcoll_status_t gcoll_request_free(gcoll_request_t *request);
 /**@}*/
 
 #ifdef __cplusplus

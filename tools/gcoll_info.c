@@ -8,7 +8,7 @@
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "gcoll.h"
 #include "algos/algo.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/memtype.h"
 #include "core/select.h"
 #include "topo/topo.h"

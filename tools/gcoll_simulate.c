@@ -19,7 +19,7 @@
 #include <time.h>
 #include "gcoll.h"
 #include "algos/algo.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "sim/sim.h"
 
 #define MAX_ALGOS 32

@@ -28,11 +28,11 @@
 #include <unistd.h>
 #include "gcoll.h"
 #include "core/comm.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "core/memtype.h"
 #include "core/select.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "core/tune_table.h"
 #include "sim/sim.h"
 

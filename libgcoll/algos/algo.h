@@ -11,16 +11,7 @@
 #include "gcoll.h"
 #include "core/schedule.h"
 
-typedef enum {
-    GCOLL_COLL_ALLREDUCE = 0,
-    GCOLL_COLL_BCAST,
-    GCOLL_COLL_REDUCE,
-    GCOLL_COLL_ALLGATHER,
-    GCOLL_COLL_REDUCE_SCATTER,
-    GCOLL_COLL_ALLTOALL,
-    GCOLL_COLL_BARRIER,
-    GCOLL_COLL_COUNT
-} gcoll_coll_t;
+#include "base/coll_kind.h"
 
 const char *gcoll_coll_name(gcoll_coll_t coll);
 /* GCOLL_COLL_COUNT if name is not a collective. */

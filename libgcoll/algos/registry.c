@@ -4,7 +4,7 @@
  * gcoll_info -a, the selection tables and the tests all read this list. */
 #include <string.h>
 #include "algos/algo.h"
-#include "core/status.h"
+#include "base/status.h"
 
 extern const gcoll_algo_t gcoll_algo_allreduce_ring;
 extern const gcoll_algo_t gcoll_algo_allreduce_rdouble;

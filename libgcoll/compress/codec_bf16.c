@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 #include "compress/codec.h"
-#include "core/dtype_math.h"
+#include "base/dtype_math.h"
 
 static size_t bf16_payload(const gcoll_compress_params_t *p, size_t n) { return n * 2; }
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "compress/codec.h"
-#include "core/dtype_math.h"
+#include "base/dtype_math.h"
 
 /* Elements per scale: onebit_block, at most n (a huge block means one
  * scale for all, and must not overflow the arithmetic below). */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compress/codec.h"
-#include "core/dtype_math.h"
+#include "base/dtype_math.h"
 
 static uint32_t mag_key(float x) { return gcoll_math_f32_bits(x) & 0x7fffffffu; }
 

@@ -1,7 +1,7 @@
 /* The one list of codecs, and their parameters. */
 #include <math.h>
 #include "compress/codec.h"
-#include "core/status.h"
+#include "base/status.h"
 
 static const gcoll_codec_t *const codecs[] = {
     &gcoll_codec_bf16,

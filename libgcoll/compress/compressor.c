@@ -35,13 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compress/codec.h"
-#include "core/dtype_math.h"
+#include "base/dtype_math.h"
 #include "core/comm.h"
 #include "core/live.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/memtype.h"
-#include "core/reduce.h"
-#include "core/status.h"
+#include "base/reduce.h"
+#include "base/status.h"
 
 struct gcoll_compressor {
     gcoll_comm_t            comm;       /* the user's communicator */

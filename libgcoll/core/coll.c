@@ -1,32 +1,27 @@
 /* The public collectives: validate → detect memory type → select → build the
- * schedule → execute.  One path for every collective (coll_start); the
- * per-collective functions only describe their buffers. */
+ * schedule into a request → start it on the progress engine → (blocking
+ * forms) wait.  One path for every collective (coll_post); the
+ * per-collective functions only describe their buffers.  Device buffers and
+ * empty calls are "eager": they run when started, after the communicator's
+ * earlier requests complete. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gcoll_build.h"  /* HAVE_CUDA */
 #include "core/comm.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/engine.h"
 #include "core/executor.h"
-#include "core/log.h"
+#include "core/request_pool.h"
+#include "base/log.h"
 #include "core/memtype.h"
 #include "core/select.h"
-#include "core/status.h"
+#include "base/status.h"
 #ifdef HAVE_CUDA
 #include "cuda/cuda_ipc.h"
 #endif
 
-/* One call as the user made it, before mapping onto schedule buffers. */
-typedef struct {
-    gcoll_coll_t  coll;
-    const char   *fn;          /* public function name, for messages */
-    const void   *sendbuf;
-    void         *recvbuf;
-    size_t        count;
-    gcoll_dtype_t dtype;
-    gcoll_op_t    op;
-    int           root;
-} call_t;
+typedef gcoll_call_t call_t;
 
 static int is_reducing(gcoll_coll_t c)
 {
@@ -124,14 +119,16 @@ static void map_buffers(gcoll_comm_t comm, const call_t *k, gcoll_coll_args_t *a
 }
 
 static gcoll_status_t build(gcoll_comm_t comm, const call_t *k, const gcoll_algo_t *algo,
-                            const gcoll_coll_args_t *a)
+                            const gcoll_coll_args_t *a, gcoll_sched_t *s)
 {
     gcoll_group_t world = { comm->size, comm->rank, NULL, comm->node_of };
-    return gcoll_algo_build(algo, a, &world, k->dtype, k->op, &comm->sched);
+    return gcoll_algo_build(algo, a, &world, k->dtype, k->op, s);
 }
 
-static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
+/* Select an algorithm and build its schedule into r, with r's buffers. */
+static gcoll_status_t prepare_host(gcoll_comm_t comm, struct gcoll_request *r)
 {
+    const call_t *k = &r->call;
     gcoll_coll_args_t a = { .coll = k->coll, .count = k->count,
                             .dt_size = gcoll_dtype_size(k->dtype), .root = k->root,
                             .flags = comm->shm ? GCOLL_ARGS_NODE_STEPS : 0 };
@@ -139,7 +136,7 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
     void *recv;
     map_buffers(comm, k, &a, &send, &recv);
     const gcoll_algo_t *algo = gcoll_select(comm, &a);
-    gcoll_status_t st = build(comm, k, algo, &a);
+    gcoll_status_t st = build(comm, k, algo, &a, &r->sched);
     if (st == GCOLL_ERR_NOT_SUPPORTED) {
         /* every rank sees the same shape and declines alike */
         const gcoll_algo_t *fallback = gcoll_select_fallback(comm, &a);
@@ -150,13 +147,45 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
         gcoll_log(level, "%s: %s; using %s instead", k->fn, gcoll_last_error(), fallback->name);
         gcoll_error_clear();
         algo = fallback;
-        st = build(comm, k, algo, &a);
+        st = build(comm, k, algo, &a, &r->sched);
     }
     GCOLL_TRY(st);
     gcoll_trace("%s count=%zu dtype=%s op=%s root=%d: %s, %u rounds, %u steps", k->fn, k->count,
                 gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), k->root, algo->name,
-                comm->sched.nrounds, comm->sched.nsteps);
-    return gcoll_exec_run(comm, &comm->sched, send, recv);
+                r->sched.nrounds, r->sched.nsteps);
+    if (r->sched.scratch_bytes) GCOLL_TRY(gcoll_request_scratch(r, r->sched.scratch_bytes));
+    r->bufs[GCOLL_BUF_SEND] = (void *)send;
+    r->bufs[GCOLL_BUF_RECV] = recv;
+    r->bufs[GCOLL_BUF_SCRATCH] = r->scratch;
+    return GCOLL_SUCCESS;
+}
+
+/* The outcome of a request that failed, as this thread's last error (the
+ * failure may have been met by the progress thread). */
+static gcoll_status_t report(const struct gcoll_request *r, gcoll_status_t st)
+{
+    if (st != GCOLL_SUCCESS) gcoll_error_restore(r->err);
+    return st;
+}
+
+/* A blocking collective on host buffers: post + wait on a pooled request. */
+static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
+{
+    struct gcoll_request *r;
+    gcoll_engine_lock();
+    gcoll_status_t st = gcoll_request_get(comm, &r);
+    if (st == GCOLL_SUCCESS) {
+        r->call = *k;
+        st = prepare_host(comm, r);
+        if (st == GCOLL_SUCCESS) {
+            gcoll_exec_start(r);
+            gcoll_engine_enqueue(r, 1);
+            st = report(r, gcoll_engine_wait(r));
+        }
+        gcoll_request_put(r);
+    }
+    gcoll_engine_unlock();
+    return st;
 }
 
 /* Device buffers the device path does not serve: copy them to page-locked
@@ -225,8 +254,9 @@ static gcoll_status_t cuda_ipc_for(gcoll_comm_t comm, int dev, gcoll_comm_t *rai
  * every rank (gcoll.h; GCOLL_CHECK=1 verifies it), so the ranks never
  * split between paths.  Everything else is staged through host memory. */
 static gcoll_status_t run_cuda(gcoll_comm_t comm, const call_t *k, int send_dev, int recv_dev,
-                               size_t sbytes, size_t dbytes)
+                               size_t sbytes, size_t dbytes, int *staged)
 {
+    *staged = 0;
 #ifdef HAVE_CUDA
     if (k->coll == GCOLL_COLL_ALLREDUCE && recv_dev >= 0) {
         gcoll_cuda_ipc_t *ipc;
@@ -243,74 +273,344 @@ static gcoll_status_t run_cuda(gcoll_comm_t comm, const call_t *k, int send_dev,
 #else
     (void)send_dev; (void)recv_dev;
 #endif
+    *staged = 1;   /* its host request counts the call */
     return run_staged(comm, k, sbytes, dbytes);
 }
 
-static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
+/* What a call moves, and where its buffers live. */
+typedef struct {
+    size_t sbytes, dbytes;
+    int    send_dev, recv_dev;   /* CUDA device, or -1 for host memory */
+} shape_t;
+
+static int moves(const call_t *k, const shape_t *sh)
 {
-    size_t sbytes = 0, dbytes = 0;
-    gcoll_error_clear();
-    GCOLL_TRY(validate(comm, k, &sbytes, &dbytes));
+    return sh->sbytes || sh->dbytes || k->coll == GCOLL_COLL_BARRIER;
+}
+
+static int eager(const call_t *k, const shape_t *sh)
+{
+    return !moves(k, sh) || sh->send_dev >= 0 || sh->recv_dev >= 0;
+}
+
+static gcoll_status_t check_call(gcoll_comm_t comm, const call_t *k, shape_t *sh)
+{
+    sh->sbytes = sh->dbytes = 0;
+    sh->send_dev = sh->recv_dev = -1;
+    GCOLL_TRY(validate(comm, k, &sh->sbytes, &sh->dbytes));
     if (gcoll_config.check) GCOLL_TRY(check_signature(comm, k));
-    gcoll_status_t st = GCOLL_SUCCESS;   /* nothing to move: no communication at all */
-    if (sbytes || dbytes || k->coll == GCOLL_COLL_BARRIER) {
+    if (moves(k, sh)) {
         /* one pointer query per buffer and call (none without a GPU) */
-        int send_dev = gcoll_cuda_device_of(k->sendbuf);
-        int recv_dev = gcoll_cuda_device_of(k->recvbuf);
-        st = send_dev >= 0 || recv_dev >= 0 ? run_cuda(comm, k, send_dev, recv_dev, sbytes, dbytes)
-                                            : run_host(comm, k);
+        sh->send_dev = gcoll_cuda_device_of(k->sendbuf);
+        sh->recv_dev = gcoll_cuda_device_of(k->recvbuf);
     }
-    if (st == GCOLL_SUCCESS) comm->stats.calls++;   /* count-0 calls count too */
+    return GCOLL_SUCCESS;
+}
+
+/* An eager call: nothing to move, or device buffers.  The device path uses
+ * the node's segment outside the engine, so the communicator's earlier
+ * requests complete first.  Counts the call unless a host request did. */
+static gcoll_status_t run_eager(gcoll_comm_t comm, const call_t *k, const shape_t *sh)
+{
+    int staged = 0;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (moves(k, sh)) {
+        gcoll_engine_lock();
+        gcoll_engine_drain(comm);   /* their outcomes stay with their requests */
+        gcoll_engine_unlock();
+        gcoll_error_clear();
+        st = run_cuda(comm, k, sh->send_dev, sh->recv_dev, sh->sbytes, sh->dbytes, &staged);
+    }
+    if (st == GCOLL_SUCCESS && !staged) {   /* count-0 calls count too */
+        gcoll_engine_lock();
+        comm->stats.calls++;
+        gcoll_engine_unlock();
+    }
     return st;
 }
 
-gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+/* The blocking collectives: post + wait. */
+static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
 {
-    call_t k = { GCOLL_COLL_ALLREDUCE, "gcoll_allreduce", sendbuf, recvbuf, count, dtype, op, 0 };
+    shape_t sh;
+    gcoll_error_clear();
+    GCOLL_TRY(check_call(comm, k, &sh));
+    return eager(k, &sh) ? run_eager(comm, k, &sh) : run_host(comm, k);
+}
+
+/* ---- nonblocking and persistent requests --------------------------------- */
+
+static gcoll_status_t request_check(struct gcoll_request *r, const char *fn)
+{
+    if (!r || r->magic != GCOLL_REQUEST_MAGIC)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: %p is not a live request", fn, (void *)r);
+    return GCOLL_SUCCESS;
+}
+
+/* Start r: an eager one runs now and is complete on return. */
+static void request_start(struct gcoll_request *r)
+{
+    if (r->eager) {
+        shape_t sh;
+        gcoll_status_t st = check_call(r->comm, &r->call, &sh);
+        if (st == GCOLL_SUCCESS) st = run_eager(r->comm, &r->call, &sh);
+        gcoll_engine_lock();
+        r->status = st;
+        if (st != GCOLL_SUCCESS) snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
+        gcoll_engine_unlock();
+        return;
+    }
+    gcoll_engine_lock();
+    r->status = GCOLL_SUCCESS;
+    gcoll_exec_start(r);
+    gcoll_engine_enqueue(r, 0);
+    gcoll_engine_unlock();
+}
+
+static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persistent,
+                                gcoll_request_t *out)
+{
+    shape_t sh;
+    struct gcoll_request *r = NULL;
+    gcoll_error_clear();
+    if (!out) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: request is NULL", k->fn);
+    *out = GCOLL_REQUEST_NULL;
+    GCOLL_TRY(check_call(comm, k, &sh));
+    gcoll_engine_lock();
+    gcoll_status_t st = gcoll_request_get(comm, &r);
+    if (st == GCOLL_SUCCESS) {
+        r->call = *k;
+        r->persistent = (uint8_t)persistent;
+        r->eager = (uint8_t)eager(k, &sh);
+        if (!r->eager) st = prepare_host(comm, r);
+        if (st != GCOLL_SUCCESS) gcoll_request_put(r);
+    }
+    gcoll_engine_unlock();
+    GCOLL_TRY(st);
+    if (!persistent) request_start(r);
+    *out = r;
+    return GCOLL_SUCCESS;
+}
+
+/* Done with r's completion: hand back its outcome; a non-persistent request
+ * goes back to the pool, a persistent one reports its outcome once. */
+static gcoll_status_t request_finish(gcoll_request_t *req)
+{
+    struct gcoll_request *r = *req;
+    gcoll_status_t st = report(r, r->status);
+    if (r->persistent) {
+        r->status = GCOLL_SUCCESS;
+    } else {
+        gcoll_request_put(r);
+        *req = GCOLL_REQUEST_NULL;
+    }
+    return st;
+}
+
+gcoll_status_t gcoll_start(gcoll_request_t request)
+{
+    gcoll_error_clear();
+    GCOLL_TRY(request_check(request, "gcoll_start"));
+    if (!request->persistent)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_start: the request is not persistent");
+    if (request->active)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_start: the request is already active");
+    GCOLL_TRY(gcoll_comm_check(request->comm));
+    request_start(request);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_test(gcoll_request_t *request, int *done)
+{
+    gcoll_error_clear();
+    if (!request || !done)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_test: %s is NULL",
+                           request ? "done" : "request");
+    *done = 1;
+    if (*request == GCOLL_REQUEST_NULL) return GCOLL_SUCCESS;
+    GCOLL_TRY(request_check(*request, "gcoll_test"));
+    gcoll_engine_lock();
+    if ((*request)->active) gcoll_engine_pass(0);
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if ((*request)->active) *done = 0;
+    else st = request_finish(request);
+    gcoll_engine_unlock();
+    return st;
+}
+
+gcoll_status_t gcoll_wait(gcoll_request_t *request)
+{
+    gcoll_error_clear();
+    if (!request) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_wait: request is NULL");
+    if (*request == GCOLL_REQUEST_NULL) return GCOLL_SUCCESS;
+    GCOLL_TRY(request_check(*request, "gcoll_wait"));
+    gcoll_engine_lock();
+    if ((*request)->active) gcoll_engine_wait(*request);
+    gcoll_status_t st = request_finish(request);
+    gcoll_engine_unlock();
+    return st;
+}
+
+gcoll_status_t gcoll_waitall(size_t n, gcoll_request_t requests[])
+{
+    gcoll_status_t first = GCOLL_SUCCESS;
+    char why[256] = "";
+    if (n && !requests)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_waitall: requests is NULL with n %zu", n);
+    for (size_t i = 0; i < n; i++) {
+        gcoll_status_t st = gcoll_wait(&requests[i]);
+        if (st != GCOLL_SUCCESS && first == GCOLL_SUCCESS) {
+            first = st;
+            snprintf(why, sizeof(why), "%s", gcoll_last_error());
+        }
+    }
+    if (first != GCOLL_SUCCESS) gcoll_error_restore(why);
+    return first;
+}
+
+gcoll_status_t gcoll_request_free(gcoll_request_t *request)
+{
+    gcoll_error_clear();
+    if (!request) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_request_free: request is NULL");
+    if (*request == GCOLL_REQUEST_NULL) return GCOLL_SUCCESS;
+    GCOLL_TRY(request_check(*request, "gcoll_request_free"));
+    if ((*request)->active)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                           "gcoll_request_free: the request is active (wait for it first)");
+    gcoll_engine_lock();
+    gcoll_request_put(*request);
+    gcoll_engine_unlock();
+    *request = GCOLL_REQUEST_NULL;
+    return GCOLL_SUCCESS;
+}
+
+/* ---- the public collectives: describe the call, then one path ------------ */
+
+#define CALL(_coll, _fn, _s, _r, _n, _dt, _op, _root) \
+    ((call_t){ (_coll), (_fn), (_s), (_r), (_n), (_dt), (_op), (_root), NULL })
+
+gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+{
+    call_t k = CALL(GCOLL_COLL_ALLREDUCE, "gcoll_allreduce", sendbuf, recvbuf, count, dtype, op, 0);
     return coll_start(comm, &k);
 }
 
-gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                           gcoll_comm_t comm)
+gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm, gcoll_request_t *request)
 {
-    call_t k = { GCOLL_COLL_BCAST, "gcoll_bcast", buf, buf, count, dtype, GCOLL_SUM, root };
+    call_t k = CALL(GCOLL_COLL_ALLREDUCE, "gcoll_iallreduce", sendbuf, recvbuf, count, dtype, op, 0);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_allreduce_init(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_ALLREDUCE, "gcoll_allreduce_init", sendbuf, recvbuf, count, dtype, op, 0);
+    return coll_post(comm, &k, 1, request);
+}
+
+gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm)
+{
+    call_t k = CALL(GCOLL_COLL_BCAST, "gcoll_bcast", buf, buf, count, dtype, GCOLL_SUM, root);
     return coll_start(comm, &k);
 }
 
-gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                            gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm)
+gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm, gcoll_request_t *request)
 {
-    call_t k = { GCOLL_COLL_REDUCE, "gcoll_reduce", sendbuf, recvbuf, count, dtype, op, root };
+    call_t k = CALL(GCOLL_COLL_BCAST, "gcoll_ibcast", buf, buf, count, dtype, GCOLL_SUM, root);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_bcast_init(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_BCAST, "gcoll_bcast_init", buf, buf, count, dtype, GCOLL_SUM, root);
+    return coll_post(comm, &k, 1, request);
+}
+
+gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm)
+{
+    call_t k = CALL(GCOLL_COLL_REDUCE, "gcoll_reduce", sendbuf, recvbuf, count, dtype, op, root);
     return coll_start(comm, &k);
 }
 
-gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                               gcoll_dtype_t dtype, gcoll_comm_t comm)
+gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm, gcoll_request_t *request)
 {
-    call_t k = { GCOLL_COLL_ALLGATHER, "gcoll_allgather", sendbuf, recvbuf, sendcount, dtype,
-                 GCOLL_SUM, 0 };
+    call_t k = CALL(GCOLL_COLL_REDUCE, "gcoll_ireduce", sendbuf, recvbuf, count, dtype, op, root);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_reduce_init(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_REDUCE, "gcoll_reduce_init", sendbuf, recvbuf, count, dtype, op, root);
+    return coll_post(comm, &k, 1, request);
+}
+
+gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype, gcoll_comm_t comm)
+{
+    call_t k = CALL(GCOLL_COLL_ALLGATHER, "gcoll_allgather", sendbuf, recvbuf, sendcount, dtype, GCOLL_SUM, 0);
     return coll_start(comm, &k);
 }
 
-gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                    gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request)
 {
-    call_t k = { GCOLL_COLL_REDUCE_SCATTER, "gcoll_reduce_scatter", sendbuf, recvbuf, recvcount,
-                 dtype, op, 0 };
+    call_t k = CALL(GCOLL_COLL_ALLGATHER, "gcoll_iallgather", sendbuf, recvbuf, sendcount, dtype, GCOLL_SUM, 0);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_allgather_init(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_ALLGATHER, "gcoll_allgather_init", sendbuf, recvbuf, sendcount, dtype, GCOLL_SUM, 0);
+    return coll_post(comm, &k, 1, request);
+}
+
+gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+{
+    call_t k = CALL(GCOLL_COLL_REDUCE_SCATTER, "gcoll_reduce_scatter", sendbuf, recvbuf, recvcount, dtype, op, 0);
     return coll_start(comm, &k);
 }
 
-gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-                              gcoll_dtype_t dtype, gcoll_comm_t comm)
+gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm, gcoll_request_t *request)
 {
-    call_t k = { GCOLL_COLL_ALLTOALL, "gcoll_alltoall", sendbuf, recvbuf, count, dtype,
-                 GCOLL_SUM, 0 };
+    call_t k = CALL(GCOLL_COLL_REDUCE_SCATTER, "gcoll_ireduce_scatter", sendbuf, recvbuf, recvcount, dtype, op, 0);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_reduce_scatter_init(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_REDUCE_SCATTER, "gcoll_reduce_scatter_init", sendbuf, recvbuf, recvcount, dtype, op, 0);
+    return coll_post(comm, &k, 1, request);
+}
+
+gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_comm_t comm)
+{
+    call_t k = CALL(GCOLL_COLL_ALLTOALL, "gcoll_alltoall", sendbuf, recvbuf, count, dtype, GCOLL_SUM, 0);
     return coll_start(comm, &k);
+}
+
+gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_ALLTOALL, "gcoll_ialltoall", sendbuf, recvbuf, count, dtype, GCOLL_SUM, 0);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_alltoall_init(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_ALLTOALL, "gcoll_alltoall_init", sendbuf, recvbuf, count, dtype, GCOLL_SUM, 0);
+    return coll_post(comm, &k, 1, request);
 }
 
 gcoll_status_t gcoll_barrier(gcoll_comm_t comm)
 {
-    call_t k = { GCOLL_COLL_BARRIER, "gcoll_barrier", NULL, NULL, 0, GCOLL_UINT8, GCOLL_SUM, 0 };
+    call_t k = CALL(GCOLL_COLL_BARRIER, "gcoll_barrier", NULL, NULL, 0, GCOLL_UINT8, GCOLL_SUM, 0);
     return coll_start(comm, &k);
+}
+
+gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_BARRIER, "gcoll_ibarrier", NULL, NULL, 0, GCOLL_UINT8, GCOLL_SUM, 0);
+    return coll_post(comm, &k, 0, request);
+}
+
+gcoll_status_t gcoll_barrier_init(gcoll_comm_t comm, gcoll_request_t *request)
+{
+    call_t k = CALL(GCOLL_COLL_BARRIER, "gcoll_barrier_init", NULL, NULL, 0, GCOLL_UINT8, GCOLL_SUM, 0);
+    return coll_post(comm, &k, 1, request);
 }

@@ -5,12 +5,14 @@
 #include <string.h>
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/comm.h"
-#include "core/config.h"
+#include "base/config.h"
+#include "core/engine.h"
+#include "core/request_pool.h"
 #include "core/live.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "core/memtype.h"
 #include "core/select.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "shm/shm.h"
 #ifdef HAVE_CUDA
 #include "cuda/cuda_ipc.h"
@@ -179,13 +181,13 @@ static void comm_free(struct gcoll_comm *c)
     if (c->level_rail) gcoll_comm_destroy(c->level_rail);
     if (c->shm) gcoll_shm_destroy(c->shm);
     if (c->node_comm != MPI_COMM_NULL) MPI_Comm_free(&c->node_comm);
+    if (c->in_engine) gcoll_engine_comm_remove(c);
     if (c->tl) c->tl->fini(c->tl_ctx);
     if (c->mpi_comm != MPI_COMM_NULL) MPI_Comm_free(&c->mpi_comm);
     gcoll_sched_fini(&c->sched);
     free(c->node_of);
-    free(c->scratch);
     gcoll_cuda_host_free(c->stage);
-    free(c->reqs);
+    gcoll_request_pool_free(c);
     c->magic = 0;
     free(c);
 }
@@ -245,6 +247,8 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
     if ((st = shm_init(c, parent ? parent->mpi_comm : c->mpi_comm)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = gcoll_engine_comm_add(c)) != GCOLL_SUCCESS) goto err_free;
+    c->in_engine = 1;
     gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",
                c->size, c->nnodes, c->local_size, c->local_rank,
                gcoll_config.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
@@ -301,6 +305,11 @@ gcoll_status_t gcoll_comm_destroy(gcoll_comm_t comm)
 {
     gcoll_error_clear();
     GCOLL_TRY(gcoll_comm_check(comm));
+    if (comm->nrequests)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
+                           "gcoll_comm_destroy: %zu request(s) of this communicator are still "
+                           "outstanding (complete them, and free persistent ones, first)",
+                           comm->nrequests);
     gcoll_live_remove(comm);
     comm_free(comm);
     return GCOLL_SUCCESS;
@@ -330,20 +339,6 @@ gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats)
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch)
-{
-    if (bytes > comm->scratch_size) {
-        void *p = NULL;
-        if (posix_memalign(&p, 4096, bytes) != 0)
-            return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch", bytes);
-        memset(p, 0, bytes);   /* defined bytes even where only a token is sent */
-        free(comm->scratch);
-        comm->scratch      = p;
-        comm->scratch_size = bytes;
-    }
-    *scratch = comm->scratch;
-    return GCOLL_SUCCESS;
-}
 
 gcoll_status_t gcoll_comm_stage(gcoll_comm_t comm, size_t bytes, void **stage)
 {

@@ -32,11 +32,11 @@ struct gcoll_comm {
     void                 *tl_ctx;
 
     uint32_t              seq;          /* collective calls posted, for tags */
-    gcoll_sched_t         sched;        /* reused by every call */
-    void                 *scratch;      /* reused scratch, grown on demand */
-    size_t                scratch_size;
-    gcoll_tl_req_t       *reqs;         /* reused request array */
-    size_t                reqs_cap;
+    struct gcoll_request *pool;         /* free requests, each keeping its arrays */
+    size_t                nrequests;    /* requests handed out (active or persistent) */
+    int                   caller_only;  /* the progress thread must not touch it */
+    int                   in_engine;    /* registered with the progress engine */
+    gcoll_sched_t         sched;        /* for trial builds (gcoll_select_try) */
 
     /* Selection: algorithms forced by GCOLL_ALGO (NULL = choose), and which
      * (collective, log2 size) decisions were already logged at INFO. */
@@ -76,9 +76,6 @@ gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gc
  * when nodes are equal and hold several ranks, else NULL; rail: the ranks
  * with my local index on every node (all of comm when node is NULL). */
 gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_comm_t *rail);
-
-/* Scratch of at least bytes, kept in the communicator. */
-gcoll_status_t gcoll_comm_scratch(gcoll_comm_t comm, size_t bytes, void **scratch);
 
 /* Page-locked host memory of at least bytes, kept in the communicator, for
  * staging device buffers through the host path (not the scratch: the host

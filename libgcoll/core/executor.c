@@ -1,31 +1,45 @@
-/* Host executor: runs one rank's schedule over the communicator's transport,
- * round by round (schedule.h gives the semantics).  All operations of a round
- * are posted nonblocking and progressed together. */
-#include <sched.h>
+/* Host executor: a request's schedule as a resumable state machine over the
+ * communicator's transport and shared segment (executor.h; round semantics
+ * in schedule.h).
+ *
+ *   stage 0  post every SEND/RECV of the round
+ *   stage 1  run the round's early NODE steps (each may take several calls),
+ *            test the transport operations; both done -> stage 2
+ *   stage 2  run the round's local steps in order; a NODE step that must
+ *            wait for its node returns and resumes on the next call
+ *
+ * NODE steps of one communicator run in posting order, one request at a
+ * time (node_turn): the segment's step protocol allows one collective at a
+ * time, and posting order is the same on every rank, so the ranks of a node
+ * always meet in the same collective. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "core/comm.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/executor.h"
-#include "core/log.h"
-#include "core/status.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "algos/algo.h"
 #include "shm/shm.h"
 
-/* Spin this many polls before yielding the core: short enough that an
- * oversubscribed rank hands its core to the peer it waits for quickly. */
-#define GCOLL_EXEC_SPIN_POLLS 64
-
-static gcoll_status_t reqs_reserve(struct gcoll_comm *c, size_t n)
+static double exec_now(void)
 {
-    if (n <= c->reqs_cap) return GCOLL_SUCCESS;
-    size_t cap = c->reqs_cap ? c->reqs_cap : 16;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static gcoll_status_t reqs_reserve(gcoll_exec_state_t *x, size_t n)
+{
+    if (n <= x->reqs_cap) return GCOLL_SUCCESS;
+    size_t cap = x->reqs_cap ? x->reqs_cap : 16;
     while (cap < n) cap *= 2;
-    gcoll_tl_req_t *r = realloc(c->reqs, cap * sizeof(*r));
+    gcoll_tl_req_t *r = realloc(x->reqs, cap * sizeof(*r));
     if (!r) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu transport requests", cap);
-    c->reqs     = r;
-    c->reqs_cap = cap;
+    x->reqs     = r;
+    x->reqs_cap = cap;
     return GCOLL_SUCCESS;
 }
 
@@ -40,52 +54,48 @@ static void count_sent(struct gcoll_comm *c, int peer, size_t bytes)
     if (c->node_of[peer] != c->node) c->stats.bytes_sent_inter_node += bytes;
 }
 
-static void cancel_pending(struct gcoll_comm *c, gcoll_tl_req_t *reqs, size_t n)
+/* Cancel every open transport operation of the round: afterwards none of
+ * them can write to the request's buffers or slots. */
+static void cancel_open(struct gcoll_request *r)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!reqs[i].done && c->tl->cancel) c->tl->cancel(c->tl_ctx, &reqs[i]);
+    struct gcoll_comm *c = r->comm;
+    gcoll_exec_state_t *x = &r->x;
+    for (size_t i = x->first_open; i < x->nreqs; i++)
+        if (!x->reqs[i].done && c->tl->cancel) c->tl->cancel(c->tl_ctx, &x->reqs[i]);
+    x->first_open = x->nreqs;
 }
 
-static gcoll_status_t timeout_error(struct gcoll_comm *c, gcoll_tl_req_t *reqs, size_t n)
+/* A NODE step left half done puts the node's step counters out of step. */
+static void abandon(struct gcoll_request *r)
 {
-    char peers[256] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < n && len < sizeof(peers) - 16; i++)
-        if (!reqs[i].done)
-            len += (size_t)snprintf(peers + len, sizeof(peers) - len, "%s%d", len ? ", " : "",
-                                    reqs[i].peer);
-    cancel_pending(c, reqs, n);
-    return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
-                       "rank %d waited more than GCOLL_TIMEOUT=%g s for rank(s) %s", c->rank,
-                       gcoll_config.timeout, peers);
+    cancel_open(r);
+    if (r->x.in_node) gcoll_shm_break(r->comm->shm);
+    r->x.in_node   = 0;
+    r->x.node_left = 0;
+    r->x.round     = r->sched.nrounds;
 }
 
-/* Progress until every request of the round is done. */
-static gcoll_status_t wait_all(struct gcoll_comm *c, gcoll_tl_req_t *reqs, size_t n)
+void gcoll_exec_start(struct gcoll_request *r)
 {
-    size_t first_open = 0;
-    unsigned idle = 0;
-    double deadline = gcoll_config.timeout > 0 ? MPI_Wtime() + gcoll_config.timeout : 0;
-    for (;;) {
-        GCOLL_TRY(c->tl->progress(c->tl_ctx));
-        size_t before = first_open;
-        for (size_t i = first_open; i < n; i++) {
-            if (!reqs[i].done) GCOLL_TRY(c->tl->test(c->tl_ctx, &reqs[i]));
-            if (reqs[i].done && reqs[i].status != GCOLL_SUCCESS) {
-                cancel_pending(c, reqs, n);
-                return reqs[i].status;
-            }
-            if (reqs[i].done && i == first_open) first_open++;
-        }
-        while (first_open < n && reqs[first_open].done) first_open++;
-        if (first_open == n) return GCOLL_SUCCESS;
-        idle = first_open == before ? idle + 1 : 0;
-        if (idle >= GCOLL_EXEC_SPIN_POLLS) {
-            sched_yield();
-            if (deadline > 0 && (idle & 255) == 0 && MPI_Wtime() > deadline)
-                return timeout_error(c, reqs, n);
-        }
-    }
+    gcoll_exec_state_t *x = &r->x;
+    const gcoll_sched_t *s = &r->sched;
+    x->round = 0;
+    x->stage = 0;
+    x->in_node = 0;
+    x->used_transport = 0;
+    x->next = 0;
+    x->nreqs = x->first_open = 0;
+    x->tag = r->comm->seq++;
+    x->node_left = 0;
+    for (uint32_t i = 0; i < s->nsteps; i++) x->node_left += gcoll_step_is_node(&s->steps[i]);
+    x->idle_since = gcoll_config.timeout > 0 ? exec_now() : 0;
+}
+
+void gcoll_exec_fini(struct gcoll_request *r)
+{
+    free(r->x.reqs);
+    r->x.reqs = NULL;
+    r->x.reqs_cap = 0;
 }
 
 static gcoll_status_t post_step(struct gcoll_comm *c, const gcoll_step_t *st, uint32_t tag,
@@ -100,89 +110,201 @@ static gcoll_status_t post_step(struct gcoll_comm *c, const gcoll_step_t *st, ui
     return c->tl->irecv(c->tl_ctx, st->peer, tag, at(bufs, st->dst), st->bytes, req);
 }
 
-/* A NODE step: the node's ranks run one collective through the shared
- * segment.  Bytes this rank exposes to its node count as sent, intra-node. */
-static gcoll_status_t run_node_step(struct gcoll_comm *c, const gcoll_sched_t *s,
-                                    const gcoll_step_t *st, void *const bufs[GCOLL_BUF_COUNT])
+static gcoll_status_t post_round(struct gcoll_request *r, uint32_t begin, uint32_t end)
 {
-    struct gcoll_shm *shm = c->shm;
-    void *dst = at(bufs, st->dst);
-    const void *src = at(bufs, st->src);
-    size_t count = st->bytes / s->dt_size;
-    if (!shm) return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "NODE step without a shared segment");
-    switch (st->node_coll) {
-    case GCOLL_COLL_ALLREDUCE:
-        c->stats.bytes_sent += st->bytes;
-        return gcoll_shm_allreduce(shm, src, dst, count, s->dtype, s->op);
-    case GCOLL_COLL_REDUCE_SCATTER:
-        c->stats.bytes_sent += st->bytes;
-        return gcoll_shm_reduce_scatter(shm, src, dst, count, s->dtype, s->op);
-    case GCOLL_COLL_ALLGATHER:
-        c->stats.bytes_sent += st->bytes / (size_t)c->local_size;
-        return gcoll_shm_allgather(shm, src, dst, count, s->dt_size);
-    case GCOLL_COLL_BCAST:
-        if (c->local_rank == st->peer) c->stats.bytes_sent += st->bytes;
-        return gcoll_shm_bcast(shm, dst, st->bytes, st->peer);
-    case GCOLL_COLL_REDUCE:
-        c->stats.bytes_sent += st->bytes;
-        return gcoll_shm_reduce(shm, src, dst, count, s->dtype, s->op, st->peer);
-    case GCOLL_COLL_BARRIER:
-        return gcoll_shm_barrier(shm);
-    default:
-        return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "NODE step of unknown collective %d",
-                           st->node_coll);
-    }
-}
-
-static gcoll_status_t run_local(struct gcoll_comm *c, const gcoll_sched_t *s,
-                                const gcoll_step_t *st, void *const bufs[GCOLL_BUF_COUNT])
-{
-    if (gcoll_step_is_node(st)) return run_node_step(c, s, st, bufs);
-    return gcoll_sched_exec_local(s, st, bufs);
-}
-
-static gcoll_status_t run_round(struct gcoll_comm *c, const gcoll_sched_t *s, uint32_t r,
-                                uint32_t tag, void *const bufs[GCOLL_BUF_COUNT])
-{
-    uint32_t begin = gcoll_sched_round_begin(s, r), end = s->round_end[r];
-    GCOLL_TRY(reqs_reserve(c, end - begin));
-    size_t n = 0;
+    gcoll_exec_state_t *x = &r->x;
+    const gcoll_sched_t *s = &r->sched;
+    size_t ncomm = 0;
+    for (uint32_t i = begin; i < end; i++) ncomm += gcoll_step_is_comm(&s->steps[i]);
+    GCOLL_TRY(reqs_reserve(x, ncomm));
+    x->nreqs = x->first_open = 0;
+    if (ncomm) x->used_transport = 1;
     for (uint32_t i = begin; i < end; i++) {
         if (!gcoll_step_is_comm(&s->steps[i])) continue;
-        gcoll_status_t st = post_step(c, &s->steps[i], tag, bufs, &c->reqs[n]);
-        if (st != GCOLL_SUCCESS) {
-            cancel_pending(c, c->reqs, n);
-            return st;
-        }
-        n++;
+        gcoll_status_t st = post_step(r->comm, &s->steps[i], x->tag, r->bufs, &x->reqs[x->nreqs]);
+        x->nreqs++;
+        if (st != GCOLL_SUCCESS) return st;   /* the caller cancels what is open */
     }
-    /* early steps overlap the round's transfers (schedule.h) */
-    for (uint32_t i = begin; i < end; i++)
-        if (s->steps[i].flags & GCOLL_STEP_EARLY) GCOLL_TRY(run_local(c, s, &s->steps[i], bufs));
-    if (n) GCOLL_TRY(wait_all(c, c->reqs, n));
-    for (uint32_t i = begin; i < end; i++)
-        if (!gcoll_step_is_comm(&s->steps[i]) && !(s->steps[i].flags & GCOLL_STEP_EARLY))
-            GCOLL_TRY(run_local(c, s, &s->steps[i], bufs));
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t run_rounds(gcoll_comm_t comm, const gcoll_sched_t *s,
-                                 void *const bufs[GCOLL_BUF_COUNT])
+/* Test the round's open operations; *all = 1 when every one is done. */
+static gcoll_status_t test_round(struct gcoll_request *r, int *all, int *advanced)
 {
-    uint32_t tag = comm->seq++;
-    for (uint32_t r = 0; r < s->nrounds; r++) GCOLL_TRY(run_round(comm, s, r, tag, bufs));
+    struct gcoll_comm *c = r->comm;
+    gcoll_exec_state_t *x = &r->x;
+    for (size_t i = x->first_open; i < x->nreqs; i++) {
+        gcoll_tl_req_t *q = &x->reqs[i];
+        if (!q->done) GCOLL_TRY(c->tl->test(c->tl_ctx, q));
+        if (q->done && q->status != GCOLL_SUCCESS) return q->status;
+        if (q->done && i == x->first_open) {
+            x->first_open++;
+            *advanced = 1;
+        }
+    }
+    *all = x->first_open == x->nreqs;
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll_exec_run(gcoll_comm_t comm, const gcoll_sched_t *s, const void *sendbuf,
-                              void *recvbuf)
+/* No earlier request of this communicator still has NODE steps to run. */
+static int node_turn(const struct gcoll_request *r)
 {
-    void *scratch = NULL;
-    if (s->scratch_bytes) GCOLL_TRY(gcoll_comm_scratch(comm, s->scratch_bytes, &scratch));
-    void *const bufs[GCOLL_BUF_COUNT] = { (void *)sendbuf, recvbuf, scratch };
-    /* between calls the transport may be polled from MPI (bg_progress.h) */
-    if (comm->tl->enter) comm->tl->enter(comm->tl_ctx);
-    gcoll_status_t st = run_rounds(comm, s, bufs);
-    if (comm->tl->leave) comm->tl->leave(comm->tl_ctx);
-    return st;
+    for (const struct gcoll_request *q = r->prev; q; q = q->prev)
+        if (q->comm == r->comm && q->x.node_left) return 0;
+    return 1;
+}
+
+/* Bytes this rank exposes to its node count as sent, intra-node. */
+static void count_node(struct gcoll_comm *c, const gcoll_step_t *st)
+{
+    switch (st->node_coll) {
+    case GCOLL_COLL_ALLGATHER: c->stats.bytes_sent += st->bytes / (size_t)c->local_size; break;
+    case GCOLL_COLL_BCAST:
+        if (c->local_rank == st->peer) c->stats.bytes_sent += st->bytes;
+        break;
+    case GCOLL_COLL_BARRIER: break;
+    default: c->stats.bytes_sent += st->bytes; break;
+    }
+}
+
+/* A NODE step, resumable: *fin = 1 when it has finished on this rank. */
+static gcoll_status_t node_step(struct gcoll_request *r, const gcoll_step_t *st, int *fin,
+                                int *advanced)
+{
+    struct gcoll_comm *c = r->comm;
+    const gcoll_sched_t *s = &r->sched;
+    gcoll_exec_state_t *x = &r->x;
+    *fin = 0;
+    if (!c->shm) return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "NODE step without a shared segment");
+    if (!x->in_node) {
+        if (!node_turn(r)) return GCOLL_SUCCESS;
+        size_t count = st->node_coll == GCOLL_COLL_BCAST ? st->bytes : st->bytes / s->dt_size;
+        GCOLL_TRY(gcoll_shm_op_start(c->shm, &x->shm_op, st->node_coll, at(r->bufs, st->src),
+                                     at(r->bufs, st->dst), count, s->dtype, s->op, st->peer));
+        count_node(c, st);
+        x->in_node = 1;
+        *advanced = 1;
+    }
+    uint64_t before = x->shm_op.t;
+    int done = 0;
+    GCOLL_TRY(gcoll_shm_op_progress(c->shm, &x->shm_op, &done));
+    if (x->shm_op.t != before) *advanced = 1;
+    if (!done) return GCOLL_SUCCESS;
+    x->in_node = 0;
+    x->node_left--;
+    *fin = 1;
+    *advanced = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* Stage 1: early NODE steps in order, while the transfers fly. */
+static gcoll_status_t run_early(struct gcoll_request *r, uint32_t end, int *advanced)
+{
+    gcoll_exec_state_t *x = &r->x;
+    for (; x->next < end; x->next++) {
+        const gcoll_step_t *st = &r->sched.steps[x->next];
+        if (!(st->flags & GCOLL_STEP_EARLY)) continue;
+        int fin;
+        GCOLL_TRY(node_step(r, st, &fin, advanced));
+        if (!fin) return GCOLL_SUCCESS;
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* Stage 2: the round's local steps in order. */
+static gcoll_status_t run_locals(struct gcoll_request *r, uint32_t end, int *advanced)
+{
+    gcoll_exec_state_t *x = &r->x;
+    const gcoll_sched_t *s = &r->sched;
+    for (; x->next < end; x->next++) {
+        const gcoll_step_t *st = &s->steps[x->next];
+        if (gcoll_step_is_comm(st) || (st->flags & GCOLL_STEP_EARLY)) continue;
+        if (gcoll_step_is_node(st)) {
+            int fin;
+            GCOLL_TRY(node_step(r, st, &fin, advanced));
+            if (!fin) return GCOLL_SUCCESS;
+        } else {
+            GCOLL_TRY(gcoll_sched_exec_local(s, st, r->bufs));
+            *advanced = 1;
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t exec_advance(struct gcoll_request *r, int *done, int *advanced)
+{
+    gcoll_exec_state_t *x = &r->x;
+    const gcoll_sched_t *s = &r->sched;
+    while (x->round < s->nrounds) {
+        uint32_t begin = gcoll_sched_round_begin(s, x->round), end = s->round_end[x->round];
+        if (x->stage == 0) {
+            GCOLL_TRY(post_round(r, begin, end));
+            x->stage = 1;
+            x->next = begin;
+            *advanced = 1;
+        }
+        if (x->stage == 1) {
+            int comms_done = 0;
+            GCOLL_TRY(run_early(r, end, advanced));
+            GCOLL_TRY(test_round(r, &comms_done, advanced));
+            if (x->next < end || !comms_done) return GCOLL_SUCCESS;
+            x->stage = 2;
+            x->next = begin;
+        }
+        GCOLL_TRY(run_locals(r, end, advanced));
+        if (x->next < end) return GCOLL_SUCCESS;
+        x->round++;
+        x->stage = 0;
+    }
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced)
+{
+    *done = 0;
+    gcoll_status_t st = exec_advance(r, done, advanced);
+    if (st != GCOLL_SUCCESS) {
+        abandon(r);
+        *done = 1;
+        return st;
+    }
+    if (gcoll_config.timeout > 0 && *advanced) r->x.idle_since = exec_now();
+    else if (gcoll_config.timeout > 0 && !*done &&
+             exec_now() - r->x.idle_since > gcoll_config.timeout) {
+        *done = 1;
+        return gcoll_exec_timeout(r);
+    }
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r)
+{
+    struct gcoll_comm *c = r->comm;
+    gcoll_exec_state_t *x = &r->x;
+    char peers[256] = "";
+    size_t len = 0;
+    for (size_t i = x->first_open; i < x->nreqs && len < sizeof(peers) - 16; i++)
+        if (!x->reqs[i].done)
+            len += (size_t)snprintf(peers + len, sizeof(peers) - len, "%s%d", len ? ", " : "",
+                                    x->reqs[i].peer);
+    if (x->in_node && c->shm) {
+        char who[128];
+        gcoll_shm_missing(c->shm, who, sizeof(who));
+        snprintf(peers + len, sizeof(peers) - len, "%slocal rank(s) %s of its node",
+                 len ? ", " : "", who);
+    } else if (!len) {
+        snprintf(peers, sizeof(peers), "an earlier request's shared-memory steps");
+    }
+    abandon(r);
+    return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
+                       "rank %d waited more than GCOLL_TIMEOUT=%g s for rank(s) %s", c->rank,
+                       gcoll_config.timeout, peers);
+}
+
+gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r)
+{
+    const gcoll_exec_state_t *x = &r->x;
+    if (!x->in_node || !x->shm_op.waiting || x->first_open < x->nreqs) return NULL;
+    return r->comm->shm;
 }

@@ -1,16 +1,35 @@
-/* The host executor runs one rank's schedule over the communicator's
- * transport.  Internally nonblocking (start + progress); the blocking
- * collectives are start + wait.  Waiting spins on progress and yields the CPU
- * after a short spin so that oversubscribed runs still move. */
+/* The host executor: one request's schedule as a state machine (schedule.h
+ * gives the round semantics).  gcoll_exec_progress() runs whatever can run
+ * now and returns without waiting: it posts a round's transport operations,
+ * runs its early NODE steps while they fly, tests them, then runs the
+ * round's local steps; a NODE step (a shared-memory collective) runs phase
+ * by phase as the node's ranks arrive.  The progress engine (engine.c)
+ * calls it for every outstanding request. */
 #ifndef GCOLL_EXECUTOR_H
 #define GCOLL_EXECUTOR_H
 
 #include "gcoll.h"
-#include "core/schedule.h"
+#include "core/request.h"
 
-/* Run s to completion on comm with the user's buffers.  Counts bytes sent
- * (split intra/inter-node) into comm->stats.  Honours GCOLL_TIMEOUT. */
-gcoll_status_t gcoll_exec_run(gcoll_comm_t comm, const gcoll_sched_t *s, const void *sendbuf,
-                              void *recvbuf);
+/* Reset r's state for a new start: next tag of its communicator, round 0.
+ * The communicator's tag sequence moves on every rank alike. */
+void gcoll_exec_start(struct gcoll_request *r);
+
+/* Advance r.  On success *done says whether it finished and *advanced
+ * whether anything moved.  On an error every transport operation r had
+ * posted has been cancelled (nothing can touch its buffers any more) and
+ * r is finished. */
+gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced);
+
+/* r made no progress for GCOLL_TIMEOUT seconds: cancel what it posted and
+ * return GCOLL_ERR_TIMEOUT naming the ranks it waits for. */
+gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r);
+
+/* Shared segment r waits on with no transport operation open, or NULL:
+ * a waiter with nothing else to do may sleep on it. */
+gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r);
+
+/* Release what r's state allocated (the transport slots). */
+void gcoll_exec_fini(struct gcoll_request *r);
 
 #endif

@@ -2,7 +2,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "core/live.h"
-#include "core/status.h"
+#include "base/status.h"
 
 typedef struct live_entry {
     const void        *h;

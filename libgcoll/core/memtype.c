@@ -1,7 +1,7 @@
 /* Memory-type detection and host staging of CUDA buffers. */
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/memtype.h"
-#include "core/status.h"
+#include "base/status.h"
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/schedule.h"
-#include "core/reduce.h"
-#include "core/status.h"
+#include "base/reduce.h"
+#include "base/status.h"
 
 void gcoll_sched_init(gcoll_sched_t *s)
 {

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/comm.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "core/memtype.h"
 #include "core/select.h"
-#include "core/status.h"
+#include "base/status.h"
 
 /* The built-in table.  Its thresholds are the usual latency/bandwidth
  * crossovers: log(P)-round algorithms while alpha dominates, bandwidth-

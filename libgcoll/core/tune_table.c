@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/memtype.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "core/tune_table.h"
 
 #define MAX_FIELDS 16

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "core/comm.h"
-#include "core/log.h"
-#include "core/status.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "cuda/cuda_ipc.h"
 #include "cuda/cuda_kernels.h"
 #include "shm/shm.h"

@@ -16,9 +16,9 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 extern "C" {
-#include "core/status.h"
+#include "base/status.h"
 }
-#include "core/dtype_math.h"
+#include "base/dtype_math.h"
 #include "cuda/cuda_kernels.h"
 
 namespace {

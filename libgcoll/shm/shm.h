@@ -21,6 +21,7 @@
 #define GCOLL_SHM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <mpi.h>
 #include "gcoll.h"
 
@@ -66,6 +67,54 @@ gcoll_status_t gcoll_shm_reduce(gcoll_shm_t *shm, const void *src, void *dst, si
 
 /* Return once every local rank has entered the barrier. */
 gcoll_status_t gcoll_shm_barrier(gcoll_shm_t *shm);
+
+/* ---- resumable form (the progress engine's NODE steps) ------------------
+ * Each collective above is a loop of phases separated by steps (shm_int.h).
+ * gcoll_shm_op_start() checks the arguments and prepares the loop;
+ * gcoll_shm_op_progress() runs phases until it would have to wait for a
+ * peer, and returns with *done = 0 then, never blocking.  Per segment, one
+ * op at a time, started in the same order on every rank (the engine keeps
+ * NODE steps in posting order).  The blocking calls above are start +
+ * progress + sleep. */
+typedef struct gcoll_shm_op {
+    uint8_t        coll;      /* gcoll_coll_t of the collective */
+    uint8_t        waiting;   /* signalled step t, peers not all there yet */
+    uint8_t        nt;        /* stream results (large allreduce) */
+    uint8_t        publish;   /* small reduce: this rank publishes its input */
+    uint8_t        tiny;      /* payload lives in the flags' cache lines */
+    int            root;
+    const unsigned char *src;
+    unsigned char *dst;
+    size_t         count, dts, bytes;
+    gcoll_dtype_t  dtype;
+    gcoll_op_t     op;
+    size_t         t, last;   /* current phase; phases run 0..last */
+    size_t         n;         /* chunks */
+    size_t         sub, stride;
+    int            form;      /* which loop body (shm_coll.c) */
+} gcoll_shm_op_t;
+
+/* coll: GCOLL_COLL_ALLREDUCE, REDUCE_SCATTER, ALLGATHER (dtype's size is the
+ * element size), BCAST (count is bytes), REDUCE, BARRIER (algos/algo.h).
+ * Arguments as for the blocking calls; errors identical on every rank. */
+gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
+                                  void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
+                                  int root);
+/* Run what can run now; *done = 1 when the collective has finished here. */
+gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done);
+
+/* Sleep until a peer signals this rank's current step or max_ns pass
+ * (futex; no CPU while a peer is late).  For a waiter with nothing else to
+ * progress. */
+void gcoll_shm_park(gcoll_shm_t *shm, long max_ns);
+
+/* Mark the segment's step counters as no longer agreed (a wait timed out
+ * or was abandoned): every later call fails with GCOLL_ERR_TRANSPORT. */
+void gcoll_shm_break(gcoll_shm_t *shm);
+
+/* Names of the local ranks that have not signalled this rank's current
+ * step, for a timeout message. */
+void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len);
 
 /* Rank of the caller in, and size of, the node communicator. */
 int gcoll_shm_rank(const gcoll_shm_t *shm);

@@ -56,8 +56,9 @@
 #endif
 #include "shm/shm_int.h"
 #include "algos/peers.h"
-#include "core/reduce.h"
-#include "core/status.h"
+#include "base/reduce.h"
+#include "base/status.h"
+#include "base/coll_kind.h"
 
 #define GCOLL_SHM_SMALL (16u << 10)   /* one-step allreduce at least this far */
 #define GCOLL_SHM_SMALL_WORK (128u << 10) /* ... and while P * bytes stays below this */
@@ -249,21 +250,6 @@ static void shm_ar_copy_in(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     }
 }
 
-/* The pipeline of the table at the top of this file.  a->dst NULL (a
- * non-root of reduce) skips the copies into dst. */
-static gcoll_status_t shm_ar_large(gcoll_shm_t *shm, const shm_red_args_t *a)
-{
-    size_t n = ceil_div(a->count, shm->slice / a->dts * (size_t)shm->size);
-    for (size_t t = 0; t <= n + 1; t++) {
-        if (t >= 1 && t <= n) shm_ar_reduce(shm, a, t - 1);
-        if (t >= 2 && a->dst) shm_ar_copy_out(shm, a, t - 2);
-        if (t < n) shm_ar_copy_in(shm, a, t);
-        if (t <= n) GCOLL_TRY(gcoll_shm_step(shm));
-    }
-    shm_copy_done(a->nt);
-    return GCOLL_SUCCESS;
-}
-
 /* The one-step form costs every rank P * bytes of reduction, the pipeline
  * one step more and two extra copies: measured at 2 ranks (bench, median of
  * interleaved runs), one step still wins at 64 KiB (12-13 us vs 15-19 us). */
@@ -273,62 +259,18 @@ static size_t shm_small_max(const gcoll_shm_t *shm)
     return by_work > GCOLL_SHM_SMALL ? by_work : GCOLL_SHM_SMALL;
 }
 
-/* Publish the whole input (inline in the flag's line when it fits), then
- * every rank that wants the result reduces all inputs itself. */
-static gcoll_status_t shm_ar_small(gcoll_shm_t *shm, const shm_red_args_t *a, int publish)
+/* Every rank that wants the result reduces all published inputs itself. */
+static void shm_ar_small_fold(gcoll_shm_t *shm, const shm_red_args_t *a, int tiny)
 {
     const void *in[shm->size];
-    size_t bytes = a->count * a->dts;
-    int me = shm->rank, wp = gcoll_shm_wpar(shm), tiny = bytes <= GCOLL_SHM_INLINE;
-    if (publish)
-        memcpy(tiny ? gcoll_shm_inline(shm, me, wp) : gcoll_shm_area(shm, me, wp), a->src, bytes);
-    GCOLL_TRY(gcoll_shm_step(shm));
-    if (!a->dst) return GCOLL_SUCCESS;
+    int me = shm->rank, rp = gcoll_shm_rpar(shm);
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? (const void *)a->src
-                : tiny  ? (const void *)gcoll_shm_inline(shm, k, wp)
-                        : (const void *)gcoll_shm_area(shm, k, wp);
+                : tiny  ? (const void *)gcoll_shm_inline(shm, k, rp)
+                        : (const void *)gcoll_shm_area(shm, k, rp);
     /* Scratch for an in-place fold: own area of the new write parity. */
     shm_fold(shm, a->dst, NULL, 0, in, shm->size, a->count, a->dtype, a->op,
              gcoll_shm_area(shm, me, gcoll_shm_wpar(shm)));
-    return GCOLL_SUCCESS;
-}
-
-gcoll_status_t gcoll_shm_allreduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
-                                   gcoll_dtype_t dtype, gcoll_op_t op)
-{
-    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_allreduce", dtype, op));
-    if (!count) return GCOLL_SUCCESS;
-    if (!src || !dst) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_allreduce: NULL buffer");
-    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op, 0 };
-    if (shm->size == 1) {
-        if (src != dst) memcpy(dst, src, count * a.dts);
-        return GCOLL_SUCCESS;
-    }
-    if (count * a.dts <= shm_small_max(shm)) return shm_ar_small(shm, &a, 1);
-    a.nt = count * a.dts >= GCOLL_SHM_NT_MIN;
-    return shm_ar_large(shm, &a);
-}
-
-gcoll_status_t gcoll_shm_reduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
-                                gcoll_dtype_t dtype, gcoll_op_t op, int root)
-{
-    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_reduce", dtype, op));
-    GCOLL_TRY(shm_check_root(shm, "gcoll_shm_reduce", root));
-    if (!count) return GCOLL_SUCCESS;
-    int me = shm->rank;
-    if (!src || (me == root && !dst))
-        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce: NULL buffer");
-    shm_red_args_t a = { src, me == root ? dst : NULL, count, gcoll_dtype_size(dtype), dtype, op,
-                         0 };
-    if (shm->size == 1) {
-        if (src != dst) memcpy(dst, src, count * a.dts);
-        return GCOLL_SUCCESS;
-    }
-    /* Small: the root's own input is read from src, so it publishes nothing. */
-    if (count * a.dts <= shm_small_max(shm)) return shm_ar_small(shm, &a, me != root);
-    a.nt = count * a.dts >= GCOLL_SHM_NT_MIN;
-    return shm_ar_large(shm, &a);
 }
 
 /* ---- reduce_scatter ------------------------------------------------------ */
@@ -381,31 +323,6 @@ static void shm_rs_copy_in(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_
     }
 }
 
-gcoll_status_t gcoll_shm_reduce_scatter(gcoll_shm_t *shm, const void *src, void *dst,
-                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op)
-{
-    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_reduce_scatter", dtype, op));
-    if (!count) return GCOLL_SUCCESS;
-    if (!src || (!dst && gcoll_block_len(count, shm->size, shm->rank)))
-        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce_scatter: NULL buffer");
-    shm_red_args_t a = { src, dst, count, gcoll_dtype_size(dtype), dtype, op, 0 };
-    size_t maxlen = gcoll_block_len(count, shm->size, 0);   /* block 0 is a longest */
-    shm_rs_plan_t pl = { shm->slice / a.dts, shm->slice, 0 };
-    size_t n = ceil_div(maxlen, pl.sub);
-    if (n == 1) {   /* one phase: pack the slots, inline if they fit */
-        pl.stride = (maxlen * a.dts + 7) / 8 * 8;
-        pl.tiny = (size_t)shm->size * pl.stride <= GCOLL_SHM_INLINE;
-    }
-    for (size_t t = 0; t <= n; t++) {
-        if (t >= 1) shm_rs_reduce(shm, &pl, &a, t - 1);
-        if (t < n) {
-            shm_rs_copy_in(shm, &pl, &a, t);
-            GCOLL_TRY(gcoll_shm_step(shm));
-        }
-    }
-    return GCOLL_SUCCESS;
-}
-
 /* ---- allgather and bcast -------------------------------------------------- */
 
 /* One flat buffer per rank and parity: inline when the whole message fits. */
@@ -427,62 +344,305 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
     }
 }
 
-gcoll_status_t gcoll_shm_allgather(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
-                                   size_t dt_size)
+/* ---- the phase loops ------------------------------------------------------
+ * Every collective is "for t in 0..last: body(t); step unless t == last";
+ * gcoll_shm_op_progress() runs that loop until a step must wait. */
+
+enum {
+    SHM_FORM_NONE = 0,   /* nothing to do (count 0, or one rank) */
+    SHM_FORM_AR_SMALL,   /* allreduce / reduce, one step */
+    SHM_FORM_AR_LARGE,   /* allreduce / reduce, the pipeline */
+    SHM_FORM_RS,
+    SHM_FORM_AG,
+    SHM_FORM_BCAST,
+    SHM_FORM_BARRIER
+};
+
+static shm_red_args_t shm_op_args(const gcoll_shm_op_t *o)
+{
+    return (shm_red_args_t){ o->src, o->dst, o->count, o->dts, o->dtype, o->op, o->nt };
+}
+
+static shm_rs_plan_t shm_op_plan(const gcoll_shm_op_t *o)
+{
+    return (shm_rs_plan_t){ o->sub, o->stride, o->tiny };
+}
+
+static void shm_body_ar_small(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    shm_red_args_t a = shm_op_args(o);
+    int me = shm->rank, wp = gcoll_shm_wpar(shm);
+    if (o->t == 0) {
+        if (o->publish)
+            memcpy(o->tiny ? gcoll_shm_inline(shm, me, wp) : gcoll_shm_area(shm, me, wp), o->src,
+                   o->bytes);
+    } else if (a.dst) {
+        shm_ar_small_fold(shm, &a, o->tiny);
+    }
+}
+
+/* The pipeline of the table at the top of this file.  dst NULL (a
+ * non-root of reduce) skips the copies into dst. */
+static void shm_body_ar_large(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    shm_red_args_t a = shm_op_args(o);
+    size_t t = o->t, n = o->n;
+    if (t >= 1 && t <= n) shm_ar_reduce(shm, &a, t - 1);
+    if (t >= 2 && a.dst) shm_ar_copy_out(shm, &a, t - 2);
+    if (t < n) shm_ar_copy_in(shm, &a, t);
+    if (t == o->last) shm_copy_done(a.nt);
+}
+
+static void shm_body_rs(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    shm_red_args_t a = shm_op_args(o);
+    shm_rs_plan_t pl = shm_op_plan(o);
+    if (o->t >= 1) shm_rs_reduce(shm, &pl, &a, o->t - 1);
+    if (o->t < o->n) shm_rs_copy_in(shm, &pl, &a, o->t);
+}
+
+static void shm_body_ag(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    size_t own_len = gcoll_block_len(o->count, shm->size, shm->rank) * o->dts;
+    unsigned char *own = o->dst + gcoll_block_off(o->count, shm->size, shm->rank) * o->dts;
+    if (o->t >= 1) shm_ag_copy_out(shm, o->dst, o->count, o->dts, o->sub, o->tiny, o->t - 1);
+    if (o->t < o->n) {
+        size_t off = o->t * o->sub;
+        if (off < own_len)
+            memcpy(shm_flat(shm, o->tiny, shm->rank, gcoll_shm_wpar(shm)), own + off,
+                   min_sz(o->sub, own_len - off));
+    }
+}
+
+static void shm_body_bcast(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    int me = shm->rank;
+    if (o->t >= 1 && me != o->root) {
+        size_t off = (o->t - 1) * o->sub;
+        memcpy(o->dst + off, shm_flat(shm, o->tiny, o->root, gcoll_shm_rpar(shm)),
+               min_sz(o->sub, o->bytes - off));
+    }
+    if (o->t < o->n && me == o->root) {
+        size_t off = o->t * o->sub;
+        memcpy(shm_flat(shm, o->tiny, o->root, gcoll_shm_wpar(shm)), o->dst + off,
+               min_sz(o->sub, o->bytes - off));
+    }
+}
+
+static void shm_body(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    switch (o->form) {
+    case SHM_FORM_AR_SMALL: shm_body_ar_small(shm, o); break;
+    case SHM_FORM_AR_LARGE: shm_body_ar_large(shm, o); break;
+    case SHM_FORM_RS:       shm_body_rs(shm, o); break;
+    case SHM_FORM_AG:       shm_body_ag(shm, o); break;
+    case SHM_FORM_BCAST:    shm_body_bcast(shm, o); break;
+    default:                break;
+    }
+}
+
+gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
+{
+    *done = 0;
+    for (;;) {
+        if (o->waiting) {
+            if (!gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
+            o->waiting = 0;
+            o->t++;
+        }
+        if (o->form == SHM_FORM_NONE) break;
+        shm_body(shm, o);
+        if (o->t == o->last) break;
+        gcoll_shm_signal(shm);
+        o->waiting = 1;
+    }
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* ---- starting an op: argument checks and the shape of its loop ---------- */
+
+static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, const char *fn)
+{
+    int me = shm->rank, want = o->coll == GCOLL_COLL_ALLREDUCE || me == o->root;
+    GCOLL_TRY(shm_check_reduce(shm, fn, o->dtype, o->op));
+    if (o->coll == GCOLL_COLL_REDUCE) GCOLL_TRY(shm_check_root(shm, fn, o->root));
+    if (!o->count) return GCOLL_SUCCESS;
+    if (!o->src || (want && !o->dst)) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: NULL buffer", fn);
+    if (!want) o->dst = NULL;
+    if (shm->size == 1) {
+        if (o->src != o->dst) memcpy(o->dst, o->src, o->bytes);
+        return GCOLL_SUCCESS;
+    }
+    if (o->bytes <= shm_small_max(shm)) {
+        /* reduce: the root's own input is read from src, so it publishes nothing */
+        o->form    = SHM_FORM_AR_SMALL;
+        o->publish = o->coll == GCOLL_COLL_ALLREDUCE || me != o->root;
+        o->tiny    = o->bytes <= GCOLL_SHM_INLINE;
+        o->last    = 1;
+        return GCOLL_SUCCESS;
+    }
+    o->form = SHM_FORM_AR_LARGE;
+    o->nt   = o->bytes >= GCOLL_SHM_NT_MIN;
+    o->n    = ceil_div(o->count, shm->slice / o->dts * (size_t)shm->size);
+    o->last = o->n + 1;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_start_rs(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    GCOLL_TRY(shm_check_reduce(shm, "gcoll_shm_reduce_scatter", o->dtype, o->op));
+    if (!o->count) return GCOLL_SUCCESS;
+    if (!o->src || (!o->dst && gcoll_block_len(o->count, shm->size, shm->rank)))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_reduce_scatter: NULL buffer");
+    size_t maxlen = gcoll_block_len(o->count, shm->size, 0);   /* block 0 is a longest */
+    o->sub    = shm->slice / o->dts;
+    o->stride = shm->slice;
+    o->n      = ceil_div(maxlen, o->sub);
+    if (o->n == 1) {   /* one phase: pack the slots, inline if they fit */
+        o->stride = (maxlen * o->dts + 7) / 8 * 8;
+        o->tiny   = (size_t)shm->size * o->stride <= GCOLL_SHM_INLINE;
+    }
+    o->form = SHM_FORM_RS;
+    o->last = o->n;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     GCOLL_TRY(shm_check(shm, "gcoll_shm_allgather"));
-    if (!count) return GCOLL_SUCCESS;
+    if (!o->count) return GCOLL_SUCCESS;
     int me = shm->rank, size = shm->size;
-    size_t own_len = gcoll_block_len(count, size, me) * dt_size;
-    if (!dst || !dt_size || (!src && own_len))
+    size_t own_len = gcoll_block_len(o->count, size, me) * o->dts;
+    if (!o->dst || !o->dts || (!o->src && own_len))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
                            "gcoll_shm_allgather: NULL buffer or zero element size");
     /* Bytes throughout; chunks of a whole area (or one inline line). */
-    size_t sub = shm->area, maxlen = gcoll_block_len(count, size, 0) * dt_size;
-    size_t n = ceil_div(maxlen, sub);
-    int tiny = maxlen <= GCOLL_SHM_INLINE;
-    unsigned char *own = (unsigned char *)dst + gcoll_block_off(count, size, me) * dt_size;
-    if ((const unsigned char *)src != own && own_len) memcpy(own, src, own_len);
-    for (size_t t = 0; t <= n; t++) {
-        if (t >= 1) shm_ag_copy_out(shm, dst, count, dt_size, sub, tiny, t - 1);
-        if (t < n) {
-            size_t o = t * sub;
-            if (o < own_len)
-                memcpy(shm_flat(shm, tiny, me, gcoll_shm_wpar(shm)), own + o,
-                       min_sz(sub, own_len - o));
-            GCOLL_TRY(gcoll_shm_step(shm));
-        }
-    }
+    size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
+    unsigned char *own = o->dst + gcoll_block_off(o->count, size, me) * o->dts;
+    if (o->src != own && own_len) memcpy(own, o->src, own_len);
+    o->sub  = shm->area;
+    o->n    = ceil_div(maxlen, o->sub);
+    o->tiny = maxlen <= GCOLL_SHM_INLINE;
+    o->form = SHM_FORM_AG;
+    o->last = o->n;
     return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    GCOLL_TRY(shm_check(shm, "gcoll_shm_bcast"));
+    GCOLL_TRY(shm_check_root(shm, "gcoll_shm_bcast", o->root));
+    if (!o->bytes) return GCOLL_SUCCESS;
+    if (!o->dst) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_bcast: NULL buffer");
+    if (shm->size == 1) return GCOLL_SUCCESS;
+    o->sub  = shm->area;
+    o->n    = ceil_div(o->bytes, o->sub);
+    o->tiny = o->bytes <= GCOLL_SHM_INLINE;
+    o->form = SHM_FORM_BCAST;
+    o->last = o->n;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
+                                  void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
+                                  int root)
+{
+    memset(o, 0, sizeof(*o));
+    o->coll  = (uint8_t)coll;
+    o->src   = src;
+    o->dst   = dst;
+    o->count = count;
+    o->dtype = dtype;
+    o->op    = op;
+    o->root  = root;
+    o->form  = SHM_FORM_NONE;
+    switch (coll) {
+    case GCOLL_COLL_ALLREDUCE:
+    case GCOLL_COLL_REDUCE:
+        if ((unsigned)dtype < GCOLL_DTYPE_COUNT) o->dts = gcoll_dtype_size(dtype);
+        o->bytes = count * o->dts;
+        return shm_start_reduce(shm, o, coll == GCOLL_COLL_REDUCE ? "gcoll_shm_reduce"
+                                                                  : "gcoll_shm_allreduce");
+    case GCOLL_COLL_REDUCE_SCATTER:
+        if ((unsigned)dtype < GCOLL_DTYPE_COUNT) o->dts = gcoll_dtype_size(dtype);
+        return shm_start_rs(shm, o);
+    case GCOLL_COLL_ALLGATHER:
+        o->dts = (unsigned)dtype < GCOLL_DTYPE_COUNT ? gcoll_dtype_size(dtype) : 0;
+        return shm_start_ag(shm, o);
+    case GCOLL_COLL_BCAST:
+        o->bytes = count;
+        o->src   = dst;
+        return shm_start_bcast(shm, o);
+    case GCOLL_COLL_BARRIER:
+        GCOLL_TRY(shm_check(shm, "gcoll_shm_barrier"));
+        o->form = SHM_FORM_BARRIER;
+        o->last = 1;
+        return GCOLL_SUCCESS;
+    default:
+        return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "shared-memory collective %d does not exist", coll);
+    }
+}
+
+/* ---- the blocking calls: start, then progress and sleep until done ------ */
+
+/* Drive a started op to completion: spin, then sleep; honours GCOLL_TIMEOUT. */
+static gcoll_status_t shm_finish(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    int done = 0;
+    for (;;) {
+        GCOLL_TRY(gcoll_shm_op_progress(shm, o, &done));
+        if (done) return GCOLL_SUCCESS;
+        GCOLL_TRY(gcoll_shm_wait_slow(shm, shm->step));
+    }
+}
+
+static gcoll_status_t shm_run(gcoll_shm_t *shm, int coll, const void *src, void *dst, size_t count,
+                              gcoll_dtype_t dtype, gcoll_op_t op, int root)
+{
+    gcoll_shm_op_t o;
+    GCOLL_TRY(gcoll_shm_op_start(shm, &o, coll, src, dst, count, dtype, op, root));
+    return shm_finish(shm, &o);
+}
+
+gcoll_status_t gcoll_shm_allreduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                   gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    return shm_run(shm, GCOLL_COLL_ALLREDUCE, src, dst, count, dtype, op, 0);
+}
+
+gcoll_status_t gcoll_shm_reduce(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                gcoll_dtype_t dtype, gcoll_op_t op, int root)
+{
+    return shm_run(shm, GCOLL_COLL_REDUCE, src, dst, count, dtype, op, root);
+}
+
+gcoll_status_t gcoll_shm_reduce_scatter(gcoll_shm_t *shm, const void *src, void *dst,
+                                        size_t count, gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    return shm_run(shm, GCOLL_COLL_REDUCE_SCATTER, src, dst, count, dtype, op, 0);
+}
+
+gcoll_status_t gcoll_shm_allgather(gcoll_shm_t *shm, const void *src, void *dst, size_t count,
+                                   size_t dt_size)
+{
+    gcoll_shm_op_t o;
+    memset(&o, 0, sizeof(o));   /* any element size here, not only a dtype's */
+    o.coll  = GCOLL_COLL_ALLGATHER;
+    o.src   = src;
+    o.dst   = dst;
+    o.count = count;
+    o.dts   = dt_size;
+    GCOLL_TRY(shm_start_ag(shm, &o));
+    return shm_finish(shm, &o);
 }
 
 gcoll_status_t gcoll_shm_bcast(gcoll_shm_t *shm, void *buf, size_t bytes, int root)
 {
-    GCOLL_TRY(shm_check(shm, "gcoll_shm_bcast"));
-    GCOLL_TRY(shm_check_root(shm, "gcoll_shm_bcast", root));
-    if (!bytes) return GCOLL_SUCCESS;
-    if (!buf) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_bcast: NULL buffer");
-    if (shm->size == 1) return GCOLL_SUCCESS;
-    unsigned char *b = buf;
-    size_t sub = shm->area, n = ceil_div(bytes, sub);
-    int tiny = bytes <= GCOLL_SHM_INLINE, me = shm->rank;
-    for (size_t t = 0; t <= n; t++) {
-        if (t >= 1 && me != root) {
-            size_t o = (t - 1) * sub;
-            memcpy(b + o, shm_flat(shm, tiny, root, gcoll_shm_rpar(shm)), min_sz(sub, bytes - o));
-        }
-        if (t < n) {
-            size_t o = t * sub;
-            if (me == root)
-                memcpy(shm_flat(shm, tiny, root, gcoll_shm_wpar(shm)), b + o, min_sz(sub, bytes - o));
-            GCOLL_TRY(gcoll_shm_step(shm));
-        }
-    }
-    return GCOLL_SUCCESS;
+    return shm_run(shm, GCOLL_COLL_BCAST, buf, buf, bytes, GCOLL_UINT8, GCOLL_SUM, root);
 }
 
 gcoll_status_t gcoll_shm_barrier(gcoll_shm_t *shm)
 {
-    GCOLL_TRY(shm_check(shm, "gcoll_shm_barrier"));
-    return gcoll_shm_step(shm);
+    return shm_run(shm, GCOLL_COLL_BARRIER, NULL, NULL, 0, GCOLL_UINT8, GCOLL_SUM, 0);
 }

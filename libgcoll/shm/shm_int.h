@@ -110,13 +110,33 @@ static inline void gcoll_shm_pause(void)
 #endif
 }
 
-/* Signal the next step and wait for every other rank to signal it. */
-static inline gcoll_status_t gcoll_shm_step(gcoll_shm_t *shm)
+/* Signal the next step: publish what this rank wrote in the phase that ends. */
+static inline void gcoll_shm_signal(gcoll_shm_t *shm)
 {
     uint64_t t = ++shm->step;
     gcoll_shm_line_t *mine = &shm->ctrl[shm->rank].line[t & 1];
     atomic_store_explicit(&mine->flag, t, memory_order_seq_cst);   /* before the load below */
     if (atomic_load_explicit(&mine->sleepers, memory_order_seq_cst)) gcoll_shm_wake(mine);
+}
+
+/* Whether every other rank has signalled the step this rank signalled last
+ * (one acquire load per peer; never waits). */
+static inline int gcoll_shm_all_arrived(const gcoll_shm_t *shm)
+{
+    uint64_t t = shm->step;
+    for (int j = 0; j < shm->size; j++) {
+        if (j == shm->rank) continue;
+        if (atomic_load_explicit(&shm->ctrl[j].line[t & 1].flag, memory_order_acquire) < t)
+            return 0;
+    }
+    return 1;
+}
+
+/* Signal the next step and wait for every other rank to signal it. */
+static inline gcoll_status_t gcoll_shm_step(gcoll_shm_t *shm)
+{
+    gcoll_shm_signal(shm);
+    uint64_t t = shm->step;
     for (int j = 0; j < shm->size; j++) {
         if (j == shm->rank) continue;
         _Atomic uint64_t *f = &shm->ctrl[j].line[t & 1].flag;

@@ -34,9 +34,9 @@
 #include <sys/syscall.h>
 #endif
 #include "shm/shm_int.h"
-#include "core/config.h"
-#include "core/log.h"
-#include "core/status.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/status.h"
 
 #define SHM_NAME_MAX 64
 
@@ -300,4 +300,42 @@ gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
         if (!shm_arrived(shm, j, step)) GCOLL_TRY(shm_wait_asleep(shm, j, step, start));
     }
     return GCOLL_SUCCESS;
+}
+
+void gcoll_shm_break(gcoll_shm_t *shm)
+{
+    if (shm) shm->broken = 1;
+}
+
+void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (len) buf[0] = '\0';
+    for (int j = 0; j < shm->size && n + 16 < len; j++)
+        if (j != shm->rank && !shm_arrived(shm, j, shm->step))
+            n += (size_t)snprintf(buf + n, len - n, "%s%d", n ? ", " : "", j);
+}
+
+/* One nap on the first late peer's flag (see "Waiting" in shm_int.h: the
+ * sleepers count makes the signaller wake us). */
+void gcoll_shm_park(gcoll_shm_t *shm, long max_ns)
+{
+    uint64_t step = shm->step;
+    for (int j = 0; j < shm->size; j++) {
+        if (j == shm->rank || shm_arrived(shm, j, step)) continue;
+        gcoll_shm_line_t *line = &shm->ctrl[j].line[step & 1];
+        atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
+        uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
+#ifdef __linux__
+        if (seen < step) {
+            struct timespec nap = { max_ns / 1000000000L, max_ns % 1000000000L };
+            syscall(SYS_futex, shm_futex_word(line), FUTEX_WAIT, (uint32_t)seen, &nap, NULL, 0);
+        }
+#else
+        (void)seen; (void)max_ns;
+        sched_yield();
+#endif
+        atomic_fetch_sub_explicit(&line->sleepers, 1, memory_order_relaxed);
+        return;
+    }
 }

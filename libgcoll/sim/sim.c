@@ -49,8 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sim/sim.h"
-#include "core/status.h"
-#include "core/reduce.h"
+#include "base/status.h"
+#include "base/reduce.h"
 #include "algos/peers.h"
 
 const gcoll_sim_cost_t gcoll_sim_cost_default = {

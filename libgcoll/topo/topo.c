@@ -3,7 +3,7 @@
  * reads them, so it builds and is tested the same with or without hwloc. */
 #include <stdlib.h>
 #include <string.h>
-#include "core/status.h"
+#include "base/status.h"
 #include "topo/topo_int.h"
 
 static int is_entity_kind(gcoll_topo_kind_t kind)

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
-#include "core/log.h"
-#include "core/status.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "topo/topo_int.h"
 
 #ifndef HAVE_HWLOC

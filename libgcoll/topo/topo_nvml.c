@@ -9,7 +9,7 @@
  * nvidia-smi reports on DGX/HGX boards. */
 #include <dlfcn.h>
 #include <string.h>
-#include "core/log.h"
+#include "base/log.h"
 #include "topo/topo_int.h"
 
 #define NVML_SUCCESS          0

@@ -1,7 +1,7 @@
 /* The topology matrix in the manner of `nvidia-smi topo -m`, so that people
  * who read one can read the other: same labels, same legend, with NUMA
  * nodes as rows and columns too (a device is PHB from its own). */
-#include "core/status.h"
+#include "base/status.h"
 #include "topo/topo_int.h"
 
 #define COL 7   /* column width: fits "NUMA10", "NV18", "SYS" */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/comm.h"
-#include "core/config.h"
-#include "core/status.h"
+#include "base/config.h"
+#include "base/status.h"
 #include "topo/topo.h"
 
 typedef struct {

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/comm.h"
-#include "core/log.h"
-#include "core/status.h"
+#include "base/log.h"
+#include "base/status.h"
 #include "transport/transport.h"
 
 #define GCOLL_TL_MPI_MAX_COUNT ((size_t)INT_MAX)

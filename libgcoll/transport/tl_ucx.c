@@ -49,9 +49,8 @@ const char *gcoll_tl_ucx_version(void)
 #include <time.h>
 #include <ucp/api/ucp.h>
 #include "core/comm.h"
-#include "core/log.h"
-#include "core/status.h"
-#include "transport/bg_progress.h"
+#include "base/log.h"
+#include "base/status.h"
 
 /* The one UCX checking macro: a UCX status variable to a gcoll status. */
 #define GCOLL_UCX_CHECK(_ucs_st, _what) \
@@ -75,7 +74,6 @@ typedef struct {
     MPI_Comm       comm;        /* the communicator's duplicate, for fini */
     int            rank, size;
     int            cancelled;   /* a request was abandoned: bound the close wait */
-    gcoll_bg_progress_t bg;     /* polled from MPI's progress loop between calls */
     char           desc[128];
 } gcoll_tl_ucx_ctx_t;
 
@@ -256,16 +254,6 @@ static void gcoll_tl_ucx_poll(void *ctx)
     ucp_worker_progress(((gcoll_tl_ucx_ctx_t *)ctx)->worker);
 }
 
-static void gcoll_tl_ucx_enter(void *ctx)
-{
-    gcoll_bg_progress_enter(&((gcoll_tl_ucx_ctx_t *)ctx)->bg);
-}
-
-static void gcoll_tl_ucx_leave(void *ctx)
-{
-    gcoll_bg_progress_leave(&((gcoll_tl_ucx_ctx_t *)ctx)->bg);
-}
-
 static gcoll_status_t gcoll_tl_ucx_progress(void *ctx)
 {
     gcoll_tl_ucx_poll(ctx);
@@ -308,13 +296,11 @@ static const char *gcoll_tl_ucx_describe(void *ctx)
 
 /* ---------------------------------------------------------------- setup -- */
 
+/* Serialized: the progress engine's lock makes every call to the worker
+ * one at a time, from the application's threads or the progress thread. */
 static ucs_thread_mode_t gcoll_tl_ucx_thread_mode(void)
 {
-    int provided = MPI_THREAD_SINGLE;
-
-    MPI_Query_thread(&provided);
-    return provided >= MPI_THREAD_SERIALIZED ? UCS_THREAD_MODE_SERIALIZED
-                                             : UCS_THREAD_MODE_SINGLE;
+    return UCS_THREAD_MODE_SERIALIZED;
 }
 
 /* Local part of init: context, worker, its address and the tables.  No MPI
@@ -461,9 +447,6 @@ static gcoll_status_t gcoll_tl_ucx_init(struct gcoll_comm *comm, void **ctx)
     c->my_addr = NULL;
     gcoll_tl_ucx_describe_init(c);
     gcoll_info("transport: %s, endpoints created on first use", c->desc);
-    c->bg.progress = gcoll_tl_ucx_poll;
-    c->bg.arg      = c;
-    gcoll_bg_progress_add(&c->bg);
     *ctx = c;
     return GCOLL_SUCCESS;
 }
@@ -550,7 +533,6 @@ static void gcoll_tl_ucx_fini(void *ctx)
     unsigned idle = 0;
     int done = 0;
 
-    gcoll_bg_progress_remove(&c->bg);   /* from here on only this call polls */
     reqs = malloc((size_t)c->size * sizeof(*reqs));
     if (reqs != NULL) {
         gcoll_tl_ucx_close_wait(c, reqs, gcoll_tl_ucx_close_start(c, reqs));
@@ -576,8 +558,6 @@ const gcoll_tl_ops_t gcoll_tl_ucx = {
     .progress = gcoll_tl_ucx_progress,
     .test     = gcoll_tl_ucx_test,
     .cancel   = gcoll_tl_ucx_cancel,
-    .enter    = gcoll_tl_ucx_enter,
-    .leave    = gcoll_tl_ucx_leave,
     .describe = gcoll_tl_ucx_describe,
 };
 

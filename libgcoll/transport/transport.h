@@ -1,7 +1,8 @@
 /* Point-to-point transports the executor drives: UCX (default where built)
  * and MPI point-to-point (portable fallback).  A transport is a table of
  * operations chosen at gcoll_comm_create; everything is nonblocking and the
- * executor calls progress() while it waits.
+ * executor tests its operations from the progress engine (core/engine.h),
+ * which serialises every call into one context.
  *
  * Matching: a message is identified by (source rank, tag) within the
  * communicator; messages with the same source and tag match in the order they
@@ -64,12 +65,6 @@ typedef struct gcoll_tl_ops {
      * the transport never touches req again; a send may still complete in
      * the background, reading its buffer.  No-op on a done request. */
     void           (*cancel)(void *ctx, gcoll_tl_req_t *req);
-    /* Bracket a call that drives the transport (the executor's run): in
-     * between only the caller polls it; outside, a transport may be polled
-     * from the MPI library's progress loop (bg_progress.h says why).  NULL
-     * where completion needs nothing more from this rank (MPI). */
-    void           (*enter)(void *ctx);
-    void           (*leave)(void *ctx);
     /* Description for gcoll_info / INFO logs, e.g. "ucx 1.13.1 (posix,cma,tcp)". */
     const char    *(*describe)(void *ctx);
 } gcoll_tl_ops_t;

@@ -19,8 +19,8 @@
 #include <cuda_runtime_api.h>
 #include "gcoll.h"
 #include "core/comm.h"
-#include "core/dtype_math.h"
-#include "core/reduce.h"
+#include "base/dtype_math.h"
+#include "base/reduce.h"
 
 static int rank, size, failures, checks;
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "gcoll.h"
-#include "core/reduce.h"
+#include "base/reduce.h"
 #include "cuda/cuda_kernels.h"
 
 static int failures, checks;

@@ -19,7 +19,7 @@
 #include "gcoll.h"
 #include "shm/shm.h"
 #include "algos/peers.h"
-#include "core/config.h"
+#include "base/config.h"
 
 static int rank, size, failures;
 static gcoll_shm_t *shm;

@@ -27,7 +27,7 @@
 #include "gcoll.h"
 #include "algos/algo.h"
 #include "algos/peers.h"
-#include "core/log.h"
+#include "base/log.h"
 #include "sim/sim.h"
 
 static long n_cases, n_fail;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gcoll.h"
-#include "core/reduce.h"
-#include "core/dtype_math.h"
+#include "base/reduce.h"
+#include "base/dtype_math.h"
 
 static int failures, checks;
 #define MAX_REPORTS 40

@@ -8,7 +8,7 @@
 #include <string.h>
 #include "core/memtype.h"
 #include "core/select.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "core/tune_table.h"
 
 static int checks, failures;

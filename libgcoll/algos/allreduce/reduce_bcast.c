@@ -17,7 +17,7 @@
  *   bcast      L        binomial tree from index 0 (bcast/binomial.c)
  */
 #include "algos/algo.h"
-#include "core/status.h"
+#include "base/status.h"
 
 extern const gcoll_algo_t gcoll_algo_reduce_binomial;
 extern const gcoll_algo_t gcoll_algo_bcast_binomial;

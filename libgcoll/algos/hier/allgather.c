@@ -34,7 +34,7 @@
  * keep the plain form. */
 #include "algos/hier/hier.h"
 #include "algos/peers.h"
-#include "core/status.h"
+#include "base/status.h"
 
 /* Region bytes from which to pipeline: below, N-1 node syncs cost more than they hide. */
 #define HIER_PIPE_MIN (1u << 20)

@@ -29,7 +29,7 @@
  * rank, and then copied everywhere. */
 #include "algos/hier/hier.h"
 #include "algos/peers.h"
-#include "core/status.h"
+#include "base/status.h"
 
 static gcoll_status_t build_leader(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                    gcoll_sched_t *s)

@@ -26,7 +26,7 @@
  * identical on every rank. */
 #include "algos/hier/hier.h"
 #include "algos/peers.h"
-#include "core/status.h"
+#include "base/status.h"
 
 typedef struct {
     const gcoll_coll_args_t *a;

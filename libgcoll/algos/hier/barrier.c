@@ -5,7 +5,7 @@
  *
  * Cost: 2 shm handshakes + ceil(log2 N) alpha. */
 #include "algos/hier/hier.h"
-#include "core/status.h"
+#include "base/status.h"
 
 static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, gcoll_sched_t *s)
 {

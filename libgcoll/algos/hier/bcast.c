@@ -26,7 +26,7 @@
  * k.  Non-heads have only the NODE steps, seg 0 .. S-1 in the same order.
  * Cost: the inter-node bcasts plus one segment's shm copy. */
 #include "algos/hier/hier.h"
-#include "core/status.h"
+#include "base/status.h"
 
 typedef struct {
     int root_node;    /* node of the root */

@@ -3,7 +3,7 @@
  * groups and arguments. */
 #include <stdlib.h>
 #include "algos/hier/hier.h"
-#include "core/status.h"
+#include "base/status.h"
 
 gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_args_t *a,
                                    const gcoll_group_t *g, const int *idx, int n, int me,

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "algos/hier/hier.h"
-#include "core/status.h"
+#include "base/status.h"
 
 static int node_of(const gcoll_group_t *g, int i)
 {

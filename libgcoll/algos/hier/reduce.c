@@ -28,7 +28,7 @@
  * Non-heads have only the NODE steps, seg 0 .. S-1 in the same order.
  * Cost: one segment's shm pass plus the inter-node reduces. */
 #include "algos/hier/hier.h"
-#include "core/status.h"
+#include "base/status.h"
 
 typedef struct {
     int          root_node;    /* node of the root */

@@ -39,7 +39,7 @@
  * are needed before the one ring step, nothing overlaps: the plain form. */
 #include "algos/hier/hier.h"
 #include "algos/peers.h"
-#include "core/status.h"
+#include "base/status.h"
 
 #define HIER_PIPE_MIN (1u << 20)   /* region bytes: below, N node syncs cost more than they hide */
 

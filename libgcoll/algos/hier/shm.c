@@ -7,7 +7,7 @@
  * Cost: the shared-memory kernels' own (see shm/shm.c): about one cache-line
  * handshake (alpha_shm) plus the bytes through L3 and memory once. */
 #include "algos/hier/hier.h"
-#include "core/status.h"
+#include "base/status.h"
 
 static gcoll_status_t one_node(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                const char *name)

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "core/config.h"
-#include "core/log.h"
-#include "core/status.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/status.h"
 
 gcoll_config_t gcoll_config;
 
@@ -72,6 +72,15 @@ static gcoll_status_t parse_transport(const gcoll_config_entry_t *e, const char 
     return GCOLL_SUCCESS;
 }
 
+static gcoll_status_t parse_progress(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    if (!strcasecmp(v, "auto")) *(int *)field = GCOLL_PROGRESS_AUTO;
+    else if (!strcasecmp(v, "caller")) *(int *)field = GCOLL_PROGRESS_CALLER;
+    else if (!strcasecmp(v, "thread")) *(int *)field = GCOLL_PROGRESS_THREAD;
+    else return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected caller, thread or auto", e->name, v);
+    return GCOLL_SUCCESS;
+}
+
 #define FIELD(f) offsetof(gcoll_config_t, f)
 
 const gcoll_config_entry_t gcoll_config_table[] = {
@@ -99,6 +108,11 @@ const gcoll_config_entry_t gcoll_config_table[] = {
     { "GCOLL_CHECK", "0",
       "1: verify all ranks call the same collective/count/dtype/op/root (GCOLL_ERR_MISMATCH)",
       parse_bool, FIELD(check) },
+    { "GCOLL_PROGRESS", "auto",
+      "who advances outstanding requests: caller (only inside libgcoll calls), thread (a "
+      "background thread, asleep when idle), auto (thread unless the transport is mpi without "
+      "MPI_THREAD_MULTIPLE)",
+      parse_progress, FIELD(progress) },
 };
 
 const size_t gcoll_config_table_size = sizeof(gcoll_config_table) / sizeof(gcoll_config_table[0]);

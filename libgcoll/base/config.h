@@ -12,6 +12,8 @@
 
 typedef enum { GCOLL_TRANSPORT_AUTO = 0, GCOLL_TRANSPORT_UCX, GCOLL_TRANSPORT_MPI } gcoll_transport_kind_t;
 
+typedef enum { GCOLL_PROGRESS_AUTO = 0, GCOLL_PROGRESS_CALLER, GCOLL_PROGRESS_THREAD } gcoll_progress_kind_t;
+
 typedef struct {
     int    debug;                          /* GCOLL_DEBUG: gcoll_log_level_t */
     char   algo[GCOLL_CONFIG_STR_MAX];     /* GCOLL_ALGO: "allreduce=ring,bcast=binomial" */
@@ -21,6 +23,7 @@ typedef struct {
     int    transport;                      /* GCOLL_TRANSPORT: gcoll_transport_kind_t */
     double timeout;                        /* GCOLL_TIMEOUT seconds, 0 = wait forever */
     int    check;                          /* GCOLL_CHECK: 0/1 */
+    int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
 } gcoll_config_t;
 
 typedef struct gcoll_config_entry {

@@ -1,8 +1,8 @@
 /* Status codes, the thread-local last-error sentence, and the version. */
 #include <stdarg.h>
 #include <stdio.h>
-#include "core/status.h"
-#include "core/log.h"
+#include "base/status.h"
+#include "base/log.h"
 
 static _Thread_local char last_error[512];
 
@@ -56,4 +56,9 @@ gcoll_status_t gcoll_error_set(gcoll_status_t status, const char *file, int line
     if (level <= gcoll_log_level)
         gcoll_log_emit(level, file, line, "%s: %s", gcoll_strerror(status), last_error);
     return status;
+}
+
+void gcoll_error_restore(const char *sentence)
+{
+    snprintf(last_error, sizeof(last_error), "%s", sentence ? sentence : "");
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/log.h"
+#include "base/log.h"
 
 int gcoll_log_level = GCOLL_LOG_WARN;
 int gcoll_log_rank  = -1;

@@ -13,6 +13,9 @@ gcoll_status_t gcoll_error_set(gcoll_status_t status, const char *file, int line
 
 /* Forget the previous failure's sentence (each public call starts clean). */
 void gcoll_error_clear(void);
+/* Make sentence the last error of this thread again, without logging it
+ * (an outcome met on another thread, handed over by a request). */
+void gcoll_error_restore(const char *sentence);
 
 #define GCOLL_ERROR(_status, ...) gcoll_error_set((_status), __FILE__, __LINE__, __VA_ARGS__)
 

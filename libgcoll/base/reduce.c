@@ -22,9 +22,9 @@
 #endif
 
 #include <stdint.h>
-#include "core/reduce.h"
-#include "core/dtype_math.h"
-#include "core/status.h"
+#include "base/reduce.h"
+#include "base/dtype_math.h"
+#include "base/status.h"
 
 typedef void (*reduce_fn_t)(void *dst, const void *a, const void *b, size_t n);
 typedef void (*avg_fn_t)(void *buf, size_t n, int divisor);

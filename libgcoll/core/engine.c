@@ -1,0 +1,350 @@
+/* The progress engine (engine.h): the list of outstanding requests, the one
+ * progress pass over it, waiting, and the background progress thread.
+ *
+ * Who progresses what:
+ *   - a caller inside gcoll_test/gcoll_wait (or a blocking collective) runs
+ *     passes itself; while any caller waits, the thread stays asleep, so the
+ *     two never compete for a core;
+ *   - the thread (GCOLL_PROGRESS=thread) runs passes while requests are
+ *     outstanding and no caller waits: that is the overlap with the
+ *     application's computation;
+ *   - with nothing outstanding the thread sleeps in epoll on an eventfd
+ *     (posts wake it); after a request that used the transport it first
+ *     polls the transports at 1 ms, then 20 ms intervals for a short linger,
+ *     for the late completions peers may still need (UCX finishes a receive
+ *     before the sender's side); it never spins idle.
+ * A communicator whose transport is MPI without MPI_THREAD_MULTIPLE is
+ * never touched by the thread (its requests are caller_only). */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/engine.h"
+#include "core/executor.h"
+#include "base/log.h"
+#include "base/status.h"
+
+/* Polls without progress before a waiter yields its core (an oversubscribed
+ * rank must hand the core to the peer it waits for quickly), and before a
+ * waiter on shared memory alone sleeps on the segment's futex. */
+#define ENGINE_SPIN_POLLS  64
+#define ENGINE_PARK_POLLS  256
+#define ENGINE_PARK_NS     (2L * 1000 * 1000)
+/* The idle thread keeps polling the transports this long after the last
+ * request completed, backing off from 50 us to 20 ms between polls. */
+#define ENGINE_LINGER_S    2.0
+
+static struct {
+    pthread_mutex_t  mutex;
+    pthread_cond_t   cond;        /* the thread waits here while a caller waits */
+    int              locking;     /* decided by the first communicator */
+    int              mode_set;
+    int              thread_mode; /* GCOLL_PROGRESS=thread in force */
+    int              thread_on;
+    int              stop;
+    pthread_t        thread;
+    int              efd, epfd;   /* eventfd that wakes the idle thread */
+    int              thread_idle; /* the thread is (about to be) in epoll */
+    struct gcoll_request *head, *tail;
+    size_t           nactive;     /* outstanding requests */
+    size_t           nthread;     /* of which the thread may progress */
+    int              waiters;     /* callers inside gcoll_engine_wait */
+    int              ncomms;      /* live communicators */
+    double           last_done;   /* when a request that used the transport completed */
+} eng = { .mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .efd = -1,
+          .epfd = -1, .last_done = -1e9 };
+
+static double engine_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gcoll_engine_lock(void)
+{
+    if (eng.locking) pthread_mutex_lock(&eng.mutex);
+}
+
+void gcoll_engine_unlock(void)
+{
+    if (eng.locking) pthread_mutex_unlock(&eng.mutex);
+}
+
+const char *gcoll_engine_mode(void)
+{
+    return eng.thread_on ? "thread" : "caller";
+}
+
+static void wake_thread(void)
+{
+    if (eng.thread_on && eng.thread_idle) {
+        uint64_t one = 1;
+        if (write(eng.efd, &one, sizeof(one)) < 0) { /* counter saturated: it is awake */ }
+    }
+}
+
+void gcoll_engine_enqueue(struct gcoll_request *r, int caller_waits)
+{
+    r->active = 1;
+    r->next = NULL;
+    r->prev = eng.tail;
+    if (eng.tail) eng.tail->next = r;
+    else eng.head = r;
+    eng.tail = r;
+    eng.nactive++;
+    if (!r->caller_only) {
+        eng.nthread++;
+        if (!caller_waits) wake_thread();
+    }
+}
+
+static void complete(struct gcoll_request *r, gcoll_status_t st)
+{
+    if (r->prev) r->prev->next = r->next;
+    else eng.head = r->next;
+    if (r->next) r->next->prev = r->prev;
+    else eng.tail = r->prev;
+    r->prev = r->next = NULL;
+    r->active = 0;
+    r->status = st;
+    eng.nactive--;
+    if (!r->caller_only) eng.nthread--;
+    if (st == GCOLL_SUCCESS) {
+        r->comm->stats.calls++;
+    } else {
+        snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
+    }
+    if (eng.thread_on && r->x.used_transport) eng.last_done = engine_now();
+}
+
+int gcoll_engine_pass(int from_thread)
+{
+    int advanced = 0;
+    struct gcoll_request *r = eng.head, *next;
+    for (; r; r = next) {
+        next = r->next;
+        if (from_thread && r->caller_only) continue;
+        int done = 0, moved = 0;
+        gcoll_status_t st = gcoll_exec_progress(r, &done, &moved);
+        advanced |= moved;
+        if (done) complete(r, st);
+    }
+    return advanced;
+}
+
+/* Whether a waiter may sleep on shared memory: nothing of the process has a
+ * transport operation open (the transports need polling, not sleeping). */
+static gcoll_shm_t *parkable(const struct gcoll_request *w)
+{
+    for (const struct gcoll_request *r = eng.head; r; r = r->next)
+        if (r != w && r->x.first_open < r->x.nreqs) return NULL;
+    return gcoll_exec_parkable(w);
+}
+
+/* The waiter found nothing to do: hand the core over, or sleep briefly on
+ * the segment its request waits on. */
+static void idle_wait(const struct gcoll_request *r, unsigned idle)
+{
+    gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? parkable(r) : NULL;
+    gcoll_engine_unlock();
+    if (shm) gcoll_shm_park(shm, ENGINE_PARK_NS);
+    else sched_yield();
+    gcoll_engine_lock();
+}
+
+gcoll_status_t gcoll_engine_wait(struct gcoll_request *r)
+{
+    unsigned idle = 0;
+    eng.waiters++;
+    while (r->active) {
+        if (gcoll_engine_pass(0)) {
+            idle = 0;
+            continue;
+        }
+        if (!r->active) break;
+        if (++idle >= ENGINE_SPIN_POLLS) idle_wait(r, idle);
+    }
+    if (--eng.waiters == 0 && eng.thread_on && eng.nthread) pthread_cond_signal(&eng.cond);
+    return r->status;
+}
+
+size_t gcoll_engine_outstanding(const struct gcoll_comm *comm)
+{
+    size_t n = 0;
+    for (const struct gcoll_request *r = eng.head; r; r = r->next) n += r->comm == comm;
+    return n;
+}
+
+gcoll_status_t gcoll_engine_drain(struct gcoll_comm *comm)
+{
+    gcoll_status_t first = GCOLL_SUCCESS;
+    for (;;) {
+        struct gcoll_request *last = NULL;
+        for (struct gcoll_request *r = eng.head; r; r = r->next)
+            if (r->comm == comm) last = r;
+        if (!last) return first;
+        /* the request keeps its outcome for its owner's wait or test */
+        gcoll_status_t st = gcoll_engine_wait(last);
+        if (first == GCOLL_SUCCESS) first = st;
+    }
+}
+
+/* ---- the progress thread ------------------------------------------------- */
+
+/* Poll every live communicator's transport once (the late completions). */
+static void poll_transports(void);
+
+/* Nothing outstanding: sleep until a post wakes us.  After a request that
+ * used the transport, first linger: poll the transports every 1 ms for
+ * 100 ms, then every 20 ms up to ENGINE_LINGER_S, for the late completions
+ * a peer may still need (a shared-memory-only process never lingers). */
+static void thread_idle(void)
+{
+    struct epoll_event ev;
+    double since = engine_now() - eng.last_done;
+    int ms = since < 0.1 ? 1 : since < ENGINE_LINGER_S ? 20 : -1;
+    eng.thread_idle = 1;
+    gcoll_engine_unlock();
+    int n = epoll_wait(eng.epfd, &ev, 1, ms);
+    if (n > 0) {
+        uint64_t v;
+        if (read(eng.efd, &v, sizeof(v)) < 0) { /* already drained */ }
+    }
+    gcoll_engine_lock();
+    eng.thread_idle = 0;
+    if (ms > 0) poll_transports();
+}
+
+static void *engine_thread(void *arg)
+{
+    unsigned idle = 0;
+    (void)arg;
+    gcoll_engine_lock();
+    while (!eng.stop) {
+        if (eng.waiters > 0 && eng.nthread) {   /* a caller drives: stay out of its way */
+            pthread_cond_wait(&eng.cond, &eng.mutex);
+            continue;
+        }
+        if (!eng.nthread) {
+            thread_idle();
+            continue;
+        }
+        if (gcoll_engine_pass(1)) {
+            idle = 0;
+            continue;
+        }
+        if (++idle < ENGINE_SPIN_POLLS) continue;
+        /* peers are late: give the core to the application (or to them) */
+        gcoll_engine_unlock();
+        if (idle < ENGINE_PARK_POLLS) {
+            sched_yield();
+        } else {
+            struct timespec nap = { 0, 20 * 1000 };
+            nanosleep(&nap, NULL);
+        }
+        gcoll_engine_lock();
+    }
+    gcoll_engine_unlock();
+    return NULL;
+}
+
+/* Live communicators whose transport the thread may poll when idle. */
+#define ENGINE_MAX_POLLED 64
+static struct gcoll_comm *polled[ENGINE_MAX_POLLED];
+
+static void poll_transports(void)
+{
+    for (int i = 0; i < ENGINE_MAX_POLLED; i++)
+        if (polled[i]) polled[i]->tl->progress(polled[i]->tl_ctx);
+}
+
+static int thread_allowed(const struct gcoll_comm *comm, int mpi_level)
+{
+    return strcmp(comm->tl->name, "mpi") != 0 || mpi_level >= MPI_THREAD_MULTIPLE;
+}
+
+static gcoll_status_t thread_start(void)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    eng.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    eng.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (eng.efd < 0 || eng.epfd < 0 || epoll_ctl(eng.epfd, EPOLL_CTL_ADD, eng.efd, &ev) != 0)
+        return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "progress thread: cannot make its eventfd: %s",
+                           strerror(errno));
+    eng.stop = 0;
+    if (pthread_create(&eng.thread, NULL, engine_thread, NULL) != 0)
+        return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "cannot start the progress thread");
+    eng.thread_on = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* The first communicator fixes the process's mode and locking. */
+static void choose_mode(const struct gcoll_comm *comm, int mpi_level)
+{
+    eng.mode_set = 1;
+    eng.thread_mode = gcoll_config.progress != GCOLL_PROGRESS_CALLER;
+    if (eng.thread_mode && !thread_allowed(comm, mpi_level)) {
+        if (gcoll_config.progress == GCOLL_PROGRESS_THREAD)
+            gcoll_warn("GCOLL_PROGRESS=thread needs MPI_THREAD_MULTIPLE with the mpi transport; "
+                       "progress runs in caller mode");
+        eng.thread_mode = 0;
+    }
+    eng.locking = eng.thread_mode || mpi_level >= MPI_THREAD_MULTIPLE;
+}
+
+gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm)
+{
+    int mpi_level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&mpi_level);
+    if (!eng.mode_set) choose_mode(comm, mpi_level);
+    gcoll_engine_lock();
+    comm->caller_only = !eng.thread_mode || !thread_allowed(comm, mpi_level);
+    if (!comm->caller_only)
+        for (int i = 0; i < ENGINE_MAX_POLLED; i++)
+            if (!polled[i]) { polled[i] = comm; break; }
+    eng.ncomms++;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (eng.thread_mode && !eng.thread_on) st = thread_start();
+    gcoll_engine_unlock();
+    if (st != GCOLL_SUCCESS) {
+        gcoll_warn("%s; progress runs in caller mode", gcoll_last_error());
+        gcoll_error_clear();
+        comm->caller_only = 1;
+    }
+    gcoll_info("progress: %s mode%s", gcoll_engine_mode(),
+               comm->caller_only && eng.thread_on ? " (this communicator: caller only)" : "");
+    return GCOLL_SUCCESS;
+}
+
+/* The last communicator gone: the thread stops (the next create starts it
+ * again), so nothing of libgcoll runs while MPI finalises. */
+void gcoll_engine_comm_remove(struct gcoll_comm *comm)
+{
+    int stop;
+    gcoll_engine_lock();
+    for (int i = 0; i < ENGINE_MAX_POLLED; i++)
+        if (polled[i] == comm) polled[i] = NULL;
+    stop = --eng.ncomms == 0 && eng.thread_on;
+    if (stop) {
+        eng.stop = 1;
+        eng.thread_idle = 1;
+        wake_thread();
+        pthread_cond_signal(&eng.cond);
+    }
+    gcoll_engine_unlock();
+    if (!stop) return;
+    pthread_join(eng.thread, NULL);
+    close(eng.efd);
+    close(eng.epfd);
+    eng.efd = eng.epfd = -1;
+    eng.thread_on = 0;
+}

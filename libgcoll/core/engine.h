@@ -1,0 +1,53 @@
+/* The progress engine: every outstanding request of the process, in posting
+ * order, advanced by one progress function (gcoll_engine_pass) that callers
+ * run while they test or wait, and that the background thread runs while
+ * the application computes (GCOLL_PROGRESS=thread).
+ *
+ * Locking: one mutex guards the request list, every request's state and
+ * every transport context.  It is taken only where locking is needed (a
+ * progress thread runs, or MPI was initialised with MPI_THREAD_MULTIPLE); a
+ * single-threaded caller-mode process takes no lock at all.  Nothing here
+ * calls MPI: the engine never runs inside MPI's progress loop. */
+#ifndef GCOLL_ENGINE_H
+#define GCOLL_ENGINE_H
+
+#include "gcoll.h"
+#include "core/request.h"
+
+struct gcoll_comm;
+
+/* Called by every communicator create (after its transport is up) and
+ * destroy (before the transport goes): decides locking and the progress
+ * mode, starts the thread with the first communicator that wants it, and
+ * tells it which transports it may wait on. */
+gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm);
+void           gcoll_engine_comm_remove(struct gcoll_comm *comm);
+
+/* Take and give back the engine lock (no-ops while locking is off). */
+void gcoll_engine_lock(void);
+void gcoll_engine_unlock(void);
+
+/* Under the lock: append r to the outstanding list (it was started with
+ * gcoll_exec_start).  The thread is woken unless the caller is about to
+ * wait for r itself. */
+void gcoll_engine_enqueue(struct gcoll_request *r, int caller_waits);
+
+/* Wait for r (under the lock; may drop it while yielding or sleeping).
+ * Returns r's outcome; r is no longer outstanding afterwards. */
+gcoll_status_t gcoll_engine_wait(struct gcoll_request *r);
+
+/* One pass over every outstanding request (under the lock).  Returns
+ * whether anything moved; requests that finished are marked done. */
+int gcoll_engine_pass(int from_thread);
+
+/* Wait (under the lock) until comm has nothing outstanding: the eager
+ * paths (device buffers, compression) run only then. */
+gcoll_status_t gcoll_engine_drain(struct gcoll_comm *comm);
+
+/* Requests of comm still outstanding (active). */
+size_t gcoll_engine_outstanding(const struct gcoll_comm *comm);
+
+/* Mode in force, for gcoll_info and logs: "caller" or "thread". */
+const char *gcoll_engine_mode(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* The per-communicator pool of requests (request_pool.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "core/comm.h"
+#include "core/executor.h"
+#include "core/request_pool.h"
+#include "base/status.h"
+
+gcoll_status_t gcoll_request_get(struct gcoll_comm *comm, struct gcoll_request **out)
+{
+    struct gcoll_request *r = comm->pool;
+    if (r) {
+        comm->pool = r->pool_next;
+    } else {
+        r = calloc(1, sizeof(*r));
+        if (!r) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a request");
+        gcoll_sched_init(&r->sched);
+        r->comm = comm;
+    }
+    r->magic = GCOLL_REQUEST_MAGIC;
+    r->pool_next = NULL;
+    r->persistent = r->active = r->eager = 0;
+    r->caller_only = (uint8_t)comm->caller_only;
+    r->status = GCOLL_SUCCESS;
+    r->err[0] = '\0';
+    comm->nrequests++;
+    *out = r;
+    return GCOLL_SUCCESS;
+}
+
+void gcoll_request_put(struct gcoll_request *r)
+{
+    struct gcoll_comm *comm = r->comm;
+    r->magic = 0;   /* a stale handle is refused, not reused silently */
+    r->pool_next = comm->pool;
+    comm->pool = r;
+    comm->nrequests--;
+}
+
+gcoll_status_t gcoll_request_scratch(struct gcoll_request *r, size_t bytes)
+{
+    if (bytes <= r->scratch_size) return GCOLL_SUCCESS;
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes) != 0)
+        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch", bytes);
+    memset(p, 0, bytes);   /* defined bytes even where only a token is sent */
+    free(r->scratch);
+    r->scratch = p;
+    r->scratch_size = bytes;
+    return GCOLL_SUCCESS;
+}
+
+void gcoll_request_pool_free(struct gcoll_comm *comm)
+{
+    while (comm->pool) {
+        struct gcoll_request *r = comm->pool;
+        comm->pool = r->pool_next;
+        gcoll_sched_fini(&r->sched);
+        gcoll_exec_fini(r);
+        free(r->scratch);
+        free(r);
+    }
+}

@@ -1,0 +1,20 @@
+/* Requests are pooled per communicator: a request returned to the pool
+ * keeps its schedule arrays, scratch and transport slots, so a warm call
+ * allocates nothing. */
+#ifndef GCOLL_REQUEST_POOL_H
+#define GCOLL_REQUEST_POOL_H
+
+#include "core/request.h"
+
+struct gcoll_comm;
+
+/* A request of comm, from its pool or new; counted in comm->nrequests. */
+gcoll_status_t gcoll_request_get(struct gcoll_comm *comm, struct gcoll_request **r);
+/* Back to the pool (r must not be active). */
+void gcoll_request_put(struct gcoll_request *r);
+/* Scratch of at least bytes for r's schedule, kept with the request. */
+gcoll_status_t gcoll_request_scratch(struct gcoll_request *r, size_t bytes);
+/* Free comm's pool (at destroy, when nothing is outstanding). */
+void gcoll_request_pool_free(struct gcoll_comm *comm);
+
+#endif

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Progress-engine suite (test/mpi/test_nonblocking.c) under mpirun:
+#   many        at 1-5 ranks, both transports, both progress modes, one node,
+#               even and uneven simulated nodes
+#   background  GCOLL_PROGRESS=thread over shared memory and over the transport
+#   fault       a receive that fails mid-collective, then correct calls
+#   pipeline    hierarchical allreduce at rendezvous sizes, UCX over tcp,
+#               4 ranks as 2 nodes, several launches
+# One line per job; a failed job's output follows its FAIL line.  Exit 0 if
+# all passed, 1 if any failed, 77 without mpirun, 99 if the program is
+# missing.  Environment: MPIRUN, MPIRUN_FLAGS, GCOLL_TEST_TIMEOUT (s per job).
+set -u
+
+MPIRUN=${MPIRUN:-mpirun}
+JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
+PROG=test/mpi/test_nonblocking
+passed=0
+failed=0
+
+mpirun_flags() {
+    if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+        local f="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+        [ "$(id -u)" = 0 ] && f="$f --allow-run-as-root"
+        echo "$f ${MPIRUN_FLAGS:-}"
+    else
+        echo "${MPIRUN_FLAGS:-}"
+    fi
+}
+
+take_lock() {
+    command -v flock >/dev/null 2>&1 || return 0
+    exec 9>test/mpi/mpi-jobs.lock
+    flock 9
+}
+
+have_ucx() {
+    grep -q '^#define HAVE_UCX 1' gcoll_build.h 2>/dev/null
+}
+
+# run_job NAME NP "VAR=VALUE ..." ARGS...: one mpirun under a timeout, with
+# the variables exported to every rank.
+run_job() {
+    local name=$1 np=$2 vars=$3 out rc t0 why v
+    shift 3
+    local xs=()
+    for v in $vars; do xs+=(-x "$v"); done
+    out=$(mktemp)
+    t0=$(date +%s)
+    # shellcheck disable=SC2046  # the flags are words on purpose
+    env $vars timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" $(mpirun_flags) "${xs[@]}" -np "$np" \
+        "$PROG" "$@" >"$out" 2>&1
+    rc=$?
+    t0=$(($(date +%s) - t0))
+    # a forced algorithm that fell back would test something else: fail
+    if [ "$rc" = 0 ] && grep -q "instead" "$out"; then rc=98; fi
+    if [ "$rc" = 0 ] && grep -q "checks, 0 failures" "$out"; then
+        echo "PASS: $name np=$np $vars ($(grep 'checks' "$out" | tail -1), $t0 s)"
+        grep -E "^(idle CPU|mismatched)" "$out" | sed 's/^/  | /'
+        passed=$((passed + 1))
+    else
+        why="exit $rc"
+        if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then why="timed out after $JOB_TIMEOUT s"; fi
+        [ "$rc" = 98 ] && why="a forced algorithm fell back"
+        echo "FAIL: $name np=$np $vars ($why, $t0 s)"
+        head -n 60 "$out" | sed 's/^/  | /'
+        failed=$((failed + 1))
+    fi
+    rm -f "$out"
+}
+
+if ! command -v "$MPIRUN" >/dev/null 2>&1; then
+    echo "SKIP: no $MPIRUN on PATH"
+    exit 77
+fi
+[ -x "$PROG" ] || { echo "ERROR: $PROG not built (run from the top build directory)"; exit 99; }
+take_lock
+
+tls="mpi"
+have_ucx && tls="ucx mpi"
+export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}
+
+# many: (np, node size) shapes x transports x progress modes
+for shape in "1 0" "2 0" "3 0" "3 2" "4 2" "5 2" "5 0"; do
+    set -- $shape
+    for tl in $tls; do
+        for pm in thread caller; do
+            run_job many "$1" "GCOLL_TRANSPORT=$tl GCOLL_PROGRESS=$pm GCOLL_NODE_SIZE=$2 GCOLL_TIMEOUT=120" many
+        done
+    done
+done
+
+# background progress: over shared memory, then over the transport
+for tl in $tls; do
+    run_job background 2 "GCOLL_TRANSPORT=$tl GCOLL_PROGRESS=thread GCOLL_NODE_SIZE=0" background
+    run_job background 2 "GCOLL_TRANSPORT=$tl GCOLL_PROGRESS=thread GCOLL_NODE_SIZE=1" background
+done
+
+# a receive that fails mid-collective: every rank errs, later calls work
+for tl in $tls; do
+    run_job fault 3 "GCOLL_TRANSPORT=$tl GCOLL_NODE_SIZE=1 GCOLL_TIMEOUT=5" fault
+done
+
+# pipelined hierarchical allreduce at rendezvous sizes over tcp, 4 as 2 nodes
+if have_ucx; then
+    for launch in 1 2 3 4 5; do
+        run_job pipeline 4 "GCOLL_TRANSPORT=ucx GCOLL_NODE_SIZE=2 GCOLL_ALGO=allreduce=hier UCX_TLS=tcp,self GCOLL_TIMEOUT=60" pipeline 20
+    done
+fi
+
+echo "run_nonblocking.sh: $passed passed, $failed failed"
+[ "$failed" = 0 ] || exit 1
+exit 0

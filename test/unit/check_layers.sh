@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The layers point one way: libgcoll/base (status, logging, configuration,
+# datatypes and their kernels) includes nothing of libgcoll above it.  Fails,
+# naming the line, if a file there includes a libgcoll header outside base/.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bad=$(grep -n '#include "' "$top"/libgcoll/base/*.[ch] |
+      grep -v -E '#include "(base/[a-z_]+\.h|gcoll\.h|gcoll_build\.h)"')
+count=$(ls "$top"/libgcoll/base/*.[ch] | wc -l)
+if [ -n "$bad" ]; then
+    echo "FAIL: libgcoll/base includes from above it:"
+    echo "$bad" | sed "s#^$top/##"
+    echo "check_layers: 0 passed, 1 failed"
+    exit 1
+fi
+[ "$count" -ge 10 ] || { echo "FAIL: only $count files in libgcoll/base"; exit 1; }
+echo "PASS: $count files of libgcoll/base include only base/ and the public header"
+exit 0
