@@ -3,7 +3,9 @@
  * libgcoll and through MPI, what its inputs are and what its outputs must be)
  * and a main() that hands it to gcoll_bench_main(), which owns the options,
  * buffers, timing, statistics, validation and output.  Keeping the
- * per-collective part this small makes the seven programs measure alike. */
+ * per-collective part this small makes the seven programs measure alike.
+ * The overlap programs (gcoll_bench_iallreduce, _ibcast, _iallgather) are
+ * descriptors too, with the nonblocking posts set. */
 #ifndef GCOLL_BENCH_H
 #define GCOLL_BENCH_H
 
@@ -49,6 +51,12 @@ typedef struct {
     size_t  (*out_elems)(const gcoll_bench_args_t *a);
     /* Expected output element i, computed independently of any collective. */
     int64_t (*output)(const gcoll_bench_args_t *a, unsigned salt, size_t i);
+    /* Overlap benchmarks (gcoll_bench_i<collective>, bench_overlap.c): the
+     * nonblocking posts.  When set, run_gcoll/run_mpi are not used (a call
+     * is post + wait) and the driver measures OSU's overlap, not latency. */
+    gcoll_status_t (*post_gcoll)(const gcoll_bench_args_t *a, gcoll_request_t *req);
+    int            (*post_mpi)(const gcoll_bench_args_t *a, MPI_Request *req);
+    const char *algo_key;   /* GCOLL_ALGO key when it is not name ("allreduce") */
 } gcoll_bench_coll_t;
 
 /* Run the benchmark described by coll; returns main()'s exit status. */

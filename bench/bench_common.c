@@ -7,7 +7,9 @@
  * and MPI calls alternate on the same buffers and each side reports the
  * median of its blocks, so a machine that changes speed during the run
  * affects both sides alike.  Latency per rank is then reduced to Avg/Min/Max
- * over ranks on rank 0, which prints the row at once. */
+ * over ranks on rank 0, which prints the row at once.  The overlap programs
+ * (descriptors with the nonblocking posts) share all of this but the timing
+ * and statistics, which are bench_overlap.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@ typedef struct {
     gcoll_bench_args_t        a;
     size_t                    send_bytes, recv_bytes;   /* allocated */
     int                       inject;                   /* GCOLL_BENCH_INJECT_ERROR */
+    long                      nb_loops;   /* overlap: compute between post and wait */
 } bench_t;
 
 const char *gcoll_bench_impl_name(int impl)
@@ -30,6 +33,10 @@ const char *gcoll_bench_impl_name(int impl)
 /* A failed collective leaves the peers waiting inside theirs: abort. */
 static void run_one(const bench_t *b, int impl)
 {
+    if (GCOLL_BENCH_OVERLAP(b->coll)) {   /* post, a short compute, wait */
+        gcoll_bench_nb_call(b->coll, &b->a, impl, b->nb_loops);
+        return;
+    }
     if (impl == GCOLL_BENCH_MPI) {
         b->coll->run_mpi(&b->a);
         return;
@@ -120,7 +127,7 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static double median(double *v, int n)
+double gcoll_bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -142,7 +149,7 @@ static long measure(const bench_t *b, long iters, double lat[GCOLL_BENCH_NIMPL])
             if (b->o.use[impl]) t[impl * nb + k] = time_block(b, impl, block);
         }
     for (int impl = 0; impl < GCOLL_BENCH_NIMPL; impl++)
-        lat[impl] = b->o.use[impl] ? median(t + impl * nb, nb) : 0.0;
+        lat[impl] = b->o.use[impl] ? gcoll_bench_median(t + impl * nb, nb) : 0.0;
     free(t);
     return block * nb;
 }
@@ -218,7 +225,8 @@ static int comm_setup(bench_t *b)
     if (b->o.algo) {
         /* The library reads GCOLL_ALGO when the communicator is created. */
         char env[512];
-        snprintf(env, sizeof env, "%s=%s", b->coll->name, b->o.algo);
+        snprintf(env, sizeof env, "%s=%s", b->coll->algo_key ? b->coll->algo_key : b->coll->name,
+                 b->o.algo);
         setenv("GCOLL_ALGO", env, 1);
     }
     st = gcoll_comm_create(MPI_COMM_WORLD, &b->a.gcomm);
@@ -282,8 +290,12 @@ static int one_size(bench_t *b, gcoll_bench_out_t *out, size_t size, unsigned *s
     fill(b, 0);
     for (int impl = 0; impl < GCOLL_BENCH_NIMPL; impl++)
         for (long i = 0; b->o.use[impl] && i < warmup; i++) run_one(b, impl);
-    row.iters = measure(b, iters, lat);
-    stats(b, lat, &row);
+    if (GCOLL_BENCH_OVERLAP(b->coll)) {
+        row.iters = gcoll_bench_overlap_measure(b->coll, &b->o, &b->a, iters, &row);
+    } else {
+        row.iters = measure(b, iters, lat);
+        stats(b, lat, &row);
+    }
     if (b->a.rank == 0) gcoll_bench_out_row(out, &row);
     return 0;
 }
@@ -324,6 +336,12 @@ static int bench_run(bench_t *b)
     if ((rc = check_setup(b)) >= 0) return rc;
     if ((rc = comm_setup(b)) >= 0) return rc;
     b->inject = getenv("GCOLL_BENCH_INJECT_ERROR") && atoi(getenv("GCOLL_BENCH_INJECT_ERROR"));
+    if (GCOLL_BENCH_OVERLAP(b->coll)) {
+        /* Validation and warm-up calls compute 20 us between post and wait,
+         * so -c checks the results of overlapped calls. */
+        gcoll_bench_compute_calibrate();
+        b->nb_loops = gcoll_bench_compute_loops(20.0);
+    }
     rc = alloc_buffers(b, b->coll->has_size ? b->o.max_size / b->a.dt_size : 0);
     if (rc < 0 && b->a.rank == 0 && gcoll_bench_out_open(&out, b->coll, &b->o, b->a.size))
         rc = GCOLL_BENCH_EXIT_FAIL;

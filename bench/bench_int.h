@@ -39,10 +39,20 @@ typedef struct {
     double algbw, busbw;    /* GB/s (1e9 bytes), from avg */
 } gcoll_bench_stat_t;
 
+/* Overlap benchmarks: microseconds per call, averaged over ranks (min/max:
+ * of overall, over ranks), and OSU's overlap from the averages. */
+typedef struct {
+    double overall, compute, pure;      /* post+compute+wait, compute, post+wait */
+    double post, wait;                  /* of overall: in the post, in the wait */
+    double overall_min, overall_max;
+    double overlap;                     /* %: max(0, 100 * (1 - (overall - compute) / pure)) */
+} gcoll_bench_ovl_t;
+
 typedef struct {
     size_t             size, count;
     long               iters;           /* per impl */
     gcoll_bench_stat_t st[GCOLL_BENCH_NIMPL];
+    gcoll_bench_ovl_t  ov[GCOLL_BENCH_NIMPL];   /* overlap benchmarks only */
 } gcoll_bench_row_t;
 
 /* Output, on rank 0 only: stdout as OSU does, CSV and JSON files. */
@@ -64,5 +74,24 @@ void gcoll_bench_out_row(gcoll_bench_out_t *out, const gcoll_bench_row_t *row);
 int  gcoll_bench_out_close(gcoll_bench_out_t *out);
 
 const char *gcoll_bench_impl_name(int impl);
+
+/* ---- overlap benchmarks (bench_overlap.c) ------------------------------ */
+
+/* 1 if coll is an overlap benchmark (has the nonblocking posts). */
+#define GCOLL_BENCH_OVERLAP(coll) ((coll)->post_gcoll != NULL)
+/* Time the dummy compute on this rank; call once, before any size. */
+void gcoll_bench_compute_calibrate(void);
+/* Loops of the dummy compute that take about us microseconds here. */
+long gcoll_bench_compute_loops(double us);
+/* One call: post, compute for loops (0: none), wait.  Aborts the job if the
+ * gcoll post or wait fails (the peers would wait forever). */
+void gcoll_bench_nb_call(const gcoll_bench_coll_t *coll, const gcoll_bench_args_t *a, int impl,
+                         long loops);
+/* Pure communication, calibrated compute and overlapped runs of one size
+ * (iters per impl, in blocks as measure() does); fills row->ov and returns
+ * the iterations per impl. */
+long gcoll_bench_overlap_measure(const gcoll_bench_coll_t *coll, const gcoll_bench_opts_t *o,
+                                 const gcoll_bench_args_t *a, long iters, gcoll_bench_row_t *row);
+double gcoll_bench_median(double *v, int n);
 
 #endif

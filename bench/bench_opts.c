@@ -12,20 +12,29 @@
 
 static void usage(const char *prog, const gcoll_bench_coll_t *coll)
 {
-    printf("Usage: mpirun -n N %s [options]\n"
-           "OSU-style latency/bandwidth benchmark of libgcoll's %s, optionally side by\n"
-           "side with the system MPI's.\n\n", prog, coll->name);
+    int ovl = GCOLL_BENCH_OVERLAP(coll);
+    printf("Usage: mpirun -n N %s [options]\n", prog);
+    if (ovl)
+        printf("OSU-style overlap benchmark of libgcoll's nonblocking %s (as osu_i%s),\n"
+               "optionally side by side with the system MPI's.\n\n", coll->name + 1,
+               coll->name + 1);
+    else
+        printf("OSU-style latency/bandwidth benchmark of libgcoll's %s, optionally side by\n"
+               "side with the system MPI's.\n\n", coll->name);
     if (coll->has_size)
         printf("  -m, --message-size [MIN:]MAX  sizes in bytes, powers of two from MIN to MAX;\n"
                "                                K, M, G suffixes (default 4:1M)\n");
     printf("  -i, --iterations N     timed iterations per size (default: 1000 up to 1 MiB,\n"
            "                         100 up to 16 MiB, 50 above)\n"
            "  -x, --warmup N         untimed iterations first (default: 100 / 10 / 5)\n"
-           "  -f, --full             Min and Max latency over ranks, and iterations\n"
+           "  -f, --full             %s\n"
            "  -c, --validation       check every output of extra untimed runs exactly\n"
            "                         (GCOLL_BENCH_INJECT_ERROR=1 corrupts one on rank 0)\n"
            "  -d, --accelerator host|cuda   buffer placement (default host); cuda without\n"
-           "                         a usable device exits with status 77\n");
+           "                         a usable device exits with status 77\n",
+           ovl ? "time in the post and in the wait (and Min/Max Overall over\n"
+                 "                         ranks with one impl), and iterations"
+               : "Min and Max latency over ranks, and iterations");
     if (coll->has_size)
         printf("  -T, --type DTYPE       int8 uint8 int32 uint32 int64 uint64 float16 bfloat16\n"
                "                         float32 float64 (default float32)%s\n",
@@ -34,17 +43,31 @@ static void usage(const char *prog, const gcoll_bench_coll_t *coll)
         printf("  -r, --root R           root rank (default 0)\n");
     printf("      --impl gcoll|mpi|both  what to time (default gcoll); both alternates\n"
            "                         blocks of gcoll and MPI calls on the same buffers and\n"
-           "                         reports medians of the blocks and MPI/gcoll ratios\n"
+           "                         reports medians of the blocks%s\n"
            "      --blocks N         blocks per impl with --impl both (default 5)\n"
-           "      --algo NAME        force a libgcoll algorithm (GCOLL_ALGO=%s=NAME)\n"
-           "      --csv FILE         also write one CSV record per size\n"
-           "      --json FILE        also write the results as JSON\n"
-           "  -h, --help             this text\n\n"
-           "Columns: latency is the time per call averaged over iterations, then Avg/Min/Max\n"
-           "over ranks.  algbw = S/t and busbw = algbw * factor as in nccl-tests, with S the\n"
-           "bytes nccl-tests counts for this collective.  Exit status: 0, 1 (a collective\n"
-           "failed or -c found a wrong result), 2 (usage), 77 (-d cuda unavailable).\n",
-           coll->name);
+           "      --algo NAME        force a libgcoll algorithm (GCOLL_ALGO=%s=NAME)\n",
+           ovl ? "" : " and MPI/gcoll ratios",
+           coll->algo_key ? coll->algo_key : coll->name);
+    if (!ovl)
+        printf("      --csv FILE         also write one CSV record per size\n"
+               "      --json FILE        also write the results as JSON\n");
+    printf("  -h, --help             this text\n\n");
+    if (ovl)
+        printf("Per size, as OSU's osu_i%s: Pure Comm. is post + wait with nothing between;\n"
+               "a dummy compute (a floating-point loop making no libgcoll or MPI call,\n"
+               "calibrated at start-up) is set to take that long; Overall is post + compute +\n"
+               "wait, Compute the compute's own time, and Overlap(%%) = max(0, 100 * (1 -\n"
+               "(Overall - Compute) / Pure Comm.)).  -i calls per phase; each call is followed\n"
+               "by an untimed MPI_Barrier.  Times are per call, averaged over ranks; -f adds\n"
+               "the time spent in the post and in the wait.  GCOLL_PROGRESS=thread|caller says\n"
+               "who advances libgcoll's requests during the compute.  Exit status: 0, 1 (a\n"
+               "collective failed or -c found a wrong result), 2 (usage), 77 (-d cuda\n"
+               "unavailable).\n", coll->name + 1);
+    else
+        printf("Columns: latency is the time per call averaged over iterations, then Avg/Min/Max\n"
+               "over ranks.  algbw = S/t and busbw = algbw * factor as in nccl-tests, with S the\n"
+               "bytes nccl-tests counts for this collective.  Exit status: 0, 1 (a collective\n"
+               "failed or -c found a wrong result), 2 (usage), 77 (-d cuda unavailable).\n");
 }
 
 /* "64", "4K", "1M": bytes; -1 on garbage. */
@@ -202,6 +225,11 @@ int gcoll_bench_parse(int argc, char **argv, const gcoll_bench_coll_t *coll, int
     if (optind < argc) {
         if (rank == 0) fprintf(stderr, "%s: unexpected argument '%s' (-h for help)\n",
                                argv[0], argv[optind]);
+        return GCOLL_BENCH_EXIT_USAGE;
+    }
+    if (GCOLL_BENCH_OVERLAP(coll) && (o->csv || o->json)) {
+        if (rank == 0) fprintf(stderr, "%s: --csv and --json are not available in the overlap "
+                               "benchmarks (-h for help)\n", argv[0]);
         return GCOLL_BENCH_EXIT_USAGE;
     }
     return -1;

@@ -61,6 +61,86 @@ static const char *busbw_formula(const gcoll_bench_coll_t *coll)
     return "algbw * (n-1)/n";
 }
 
+/* Overlap benchmarks: OSU's osu_i<coll> columns, per impl with --impl both. */
+static void ovl_header_columns(const gcoll_bench_out_t *out)
+{
+    int f = out->o->full;
+    if (!both(out)) {
+        printf("# %-10s %17s %17s %17s %17s", "Size", "Overall(us)", "Compute(us)",
+               "Pure Comm.(us)", "Overlap(%)");
+        if (f)
+            printf(" %17s %17s %17s %17s %12s", "Min Overall(us)", "Max Overall(us)",
+                   "Post(us)", "Wait(us)", "Iterations");
+        printf("\n");
+        return;
+    }
+    printf("# %-10s %17s %17s %17s %17s %17s %17s %17s %17s", "Size", "gcoll Overall(us)",
+           "gcoll Compute(us)", "gcoll Pure(us)", "gcoll Overlap(%)", "MPI Overall(us)",
+           "MPI Compute(us)", "MPI Pure(us)", "MPI Overlap(%)");
+    if (f)
+        printf(" %17s %17s %17s %17s %12s", "gcoll Post(us)", "gcoll Wait(us)", "MPI Post(us)",
+               "MPI Wait(us)", "Iterations");
+    printf("\n");
+}
+
+static void ovl_print_row(const gcoll_bench_out_t *out, const gcoll_bench_row_t *r)
+{
+    const gcoll_bench_ovl_t *g = &r->ov[GCOLL_BENCH_GCOLL], *m = &r->ov[GCOLL_BENCH_MPI];
+    const gcoll_bench_ovl_t *p = &r->ov[primary(out)];
+    int f = out->o->full;
+    if (!both(out)) {
+        printf("%-12zu %17.2f %17.2f %17.2f %17.2f", r->size, p->overall, p->compute, p->pure,
+               p->overlap);
+        if (f)
+            printf(" %17.2f %17.2f %17.2f %17.2f %12ld", p->overall_min, p->overall_max,
+                   p->post, p->wait, r->iters);
+        printf("\n");
+        return;
+    }
+    printf("%-12zu %17.2f %17.2f %17.2f %17.2f %17.2f %17.2f %17.2f %17.2f", r->size,
+           g->overall, g->compute, g->pure, g->overlap, m->overall, m->compute, m->pure,
+           m->overlap);
+    if (f)
+        printf(" %17.2f %17.2f %17.2f %17.2f %12ld", g->post, g->wait, m->post, m->wait,
+               r->iters);
+    printf("\n");
+}
+
+/* What the overlap columns mean and who progresses what: the lines that
+ * make the gcoll and MPI overlap columns comparable. */
+static void ovl_header(const gcoll_bench_out_t *out)
+{
+    const char *prog = getenv("GCOLL_PROGRESS");
+    printf("# Overall = post + compute + wait; Compute = the dummy compute between them, "
+           "calibrated\n#   to take Pure Comm. (post + wait, nothing between); Overlap(%%) = "
+           "max(0, 100*(1 - (Overall - Compute)/Pure Comm.))\n");
+    printf("# The compute is a floating-point loop that makes no libgcoll or MPI call; every "
+           "call is\n#   followed by an untimed MPI_Barrier.  Times per call, averaged over "
+           "ranks.\n");
+    if (out->o->use[GCOLL_BENCH_GCOLL])
+        printf("# gcoll: GCOLL_PROGRESS=%s%s: %s\n", prog && *prog ? prog : "auto",
+               prog && *prog ? "" : " (unset)",
+               prog && !strcmp(prog, "caller")
+                   ? "requests advance only inside libgcoll calls (the post and\n#   the wait)"
+                   : "a background thread advances requests during the compute\n#   (auto: "
+                     "thread unless the transport is mpi without MPI_THREAD_MULTIPLE)");
+    if (out->o->use[GCOLL_BENCH_MPI])
+#if defined(OPEN_MPI) && OPEN_MPI
+        printf("# MPI: Open MPI progresses nonblocking collectives only inside MPI calls, and "
+               "the compute\n#   makes none (no MPI_Test, as OSU's default): MPI's overlap is "
+               "what its post and wait achieve alone.\n");
+#else
+        printf("# MPI: this MPI progresses nonblocking collectives only inside MPI calls unless "
+               "it runs an\n#   asynchronous progress thread (MPICH: MPIR_CVAR_ASYNC_PROGRESS=1); "
+               "the compute makes no MPI call\n#   (no MPI_Test, as OSU's default).\n");
+#endif
+    if (both(out))
+        printf("# gcoll and MPI alternate in %d blocks per size and phase (pure, then "
+               "overlapped) on the same\n#   buffers; Pure is the median of the blocks, the "
+               "other times are the median block's\n#   (by Overall).\n", out->o->blocks);
+    ovl_header_columns(out);
+}
+
 static void header_columns(const gcoll_bench_out_t *out)
 {
     int f = out->o->full;
@@ -92,6 +172,12 @@ void gcoll_bench_out_header(gcoll_bench_out_t *out)
     if (out->coll->has_root) printf(", root %d", o->root);
     printf(", %s buffers, impl %s, algo %s\n", o->cuda ? "cuda" : "host",
            both(out) ? "both" : gcoll_bench_impl_name(primary(out)), o->algo ? o->algo : "auto");
+    if (GCOLL_BENCH_OVERLAP(out->coll)) {
+        printf("# Size: bytes per rank as OSU counts them\n");
+        ovl_header(out);
+        fflush(stdout);
+        return;
+    }
     if (out->coll->has_size)
         printf("# Size: bytes per rank as OSU counts them; algbw = %s/time, busbw = %s "
                "(nccl-tests)\n", out->coll->algbw_bytes(1, 1, 2) > 1.0 ? "ranks*Size" : "Size",
@@ -142,7 +228,8 @@ static void csv_row(gcoll_bench_out_t *out, const gcoll_bench_row_t *r)
 
 void gcoll_bench_out_row(gcoll_bench_out_t *out, const gcoll_bench_row_t *row)
 {
-    print_row(out, row);
+    if (GCOLL_BENCH_OVERLAP(out->coll)) ovl_print_row(out, row);
+    else print_row(out, row);
     fflush(stdout);
     if (out->csv) csv_row(out, row);
     if (out->nrows == out->cap) {
@@ -221,7 +308,7 @@ static int write_json(const gcoll_bench_out_t *out)
 int gcoll_bench_out_close(gcoll_bench_out_t *out)
 {
     int rc = 0;
-    if (out->coll->has_size && !out->failed) {
+    if (out->coll->has_size && !out->failed && !GCOLL_BENCH_OVERLAP(out->coll)) {
         printf("# Avg bus bandwidth : %.4f GB/s\n", avg_busbw(out, primary(out)));
         if (both(out))
             printf("# Avg bus bandwidth (mpi) : %.4f GB/s\n", avg_busbw(out, GCOLL_BENCH_MPI));

@@ -35,9 +35,30 @@
 ! - gcoll_strerror, gcoll_last_error, gcoll_dtype_name and gcoll_op_name
 !   return character(len=:), allocatable.
 !
+! Nonblocking and persistent collectives (gcoll.h's section of that name):
+! gcoll_iallreduce(sendbuf, recvbuf, count, dtype, op, comm, request, ierr)
+! and gcoll_ibcast, gcoll_ireduce, gcoll_iallgather, gcoll_ireduce_scatter,
+! gcoll_ialltoall, gcoll_ibarrier take the blocking call's arguments plus an
+! intent(out) type(gcoll_request_t) before ierr; gcoll_allreduce_init etc.
+! make persistent requests, started with gcoll_start(request, ierr).  Then
+! gcoll_wait(request, ierr), gcoll_test(request, flag, ierr) (logical flag),
+! gcoll_waitall(count, requests, ierr), gcoll_request_free(request, ierr),
+! with C's rules: a completed non-persistent request becomes
+! GCOLL_REQUEST_NULL (compare with == or /=), a persistent one stays valid.
+! As for MPI's nonblocking calls:
+! - The buffers belong to libgcoll until the request completes.  Declare
+!   them ASYNCHRONOUS (the module's dummies are), so that the compiler does
+!   not keep their values in registers across the wait.
+! - Their dummies are assumed-rank (dimension(..)): arrays of any rank, or
+!   scalars.  They must be contiguous: for a non-contiguous section a
+!   compiler would pass a temporary copy, gone before the request
+!   completes, so the call returns GCOLL_ERR_INVALID_ARG instead.  (This
+!   needs IS_CONTIGUOUS and assumed-rank, Fortran 2018: gfortran 9 or later.)
+!
 ! Link: mpif90 app.F90 -I$(includedir) -L$(libdir) -lgcoll_f08 -lgcoll
 ! (or pkg-config --cflags --libs gcoll_f08).  The C side of the binding is
-! gcoll_fortran_shim.c (MPI_Comm_f2c and count checks), in libgcoll_f08 too.
+! gcoll_fortran_shim.c (MPI_Comm_f2c, count checks, the one entry point of
+! the nonblocking posts), in libgcoll_f08 too.
 module gcoll
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: error_unit
@@ -70,6 +91,19 @@ module gcoll
         type(c_ptr) :: ptr = c_null_ptr
     end type
 
+    !> Handle of an outstanding or persistent collective (gcoll_request_t in C):
+    !> GCOLL_REQUEST_NULL until posted, and again once a non-persistent one
+    !> completes (gcoll_wait, gcoll_test) or a persistent one is freed.
+    type, public :: gcoll_request_t
+        private
+        type(c_ptr) :: ptr = c_null_ptr
+    end type
+    type(gcoll_request_t), parameter, public :: GCOLL_REQUEST_NULL = gcoll_request_t(c_null_ptr)
+
+    ! The collectives of gcoll_f08_post, numbered as in gcoll_fortran_shim.c.
+    integer, parameter :: NB_ALLREDUCE = 0, NB_BCAST = 1, NB_REDUCE = 2, NB_ALLGATHER = 3, &
+        NB_REDUCE_SCATTER = 4, NB_ALLTOALL = 5, NB_BARRIER = 6
+
     !> Counters since gcoll_comm_create, this rank only (gcoll_stats_t in C).
     type, bind(c), public :: gcoll_stats_t
         integer(c_int64_t) :: calls                  !< collective calls completed
@@ -83,6 +117,12 @@ module gcoll
     public :: gcoll_comm_get_stats
     public :: gcoll_allreduce, gcoll_bcast, gcoll_reduce, gcoll_allgather
     public :: gcoll_reduce_scatter, gcoll_alltoall, gcoll_barrier
+    public :: gcoll_iallreduce, gcoll_ibcast, gcoll_ireduce, gcoll_iallgather
+    public :: gcoll_ireduce_scatter, gcoll_ialltoall, gcoll_ibarrier
+    public :: gcoll_allreduce_init, gcoll_bcast_init, gcoll_reduce_init, gcoll_allgather_init
+    public :: gcoll_reduce_scatter_init, gcoll_alltoall_init, gcoll_barrier_init
+    public :: gcoll_start, gcoll_test, gcoll_wait, gcoll_waitall, gcoll_request_free
+    public :: operator(==), operator(/=)
 
     interface gcoll_allreduce
         module procedure allreduce_i4, allreduce_i8
@@ -101,6 +141,51 @@ module gcoll
     end interface
     interface gcoll_alltoall
         module procedure alltoall_i4, alltoall_i8
+    end interface
+    interface gcoll_iallreduce
+        module procedure iallreduce_i4, iallreduce_i8
+    end interface
+    interface gcoll_ibcast
+        module procedure ibcast_i4, ibcast_i8
+    end interface
+    interface gcoll_ireduce
+        module procedure ireduce_i4, ireduce_i8
+    end interface
+    interface gcoll_iallgather
+        module procedure iallgather_i4, iallgather_i8
+    end interface
+    interface gcoll_ireduce_scatter
+        module procedure ireduce_scatter_i4, ireduce_scatter_i8
+    end interface
+    interface gcoll_ialltoall
+        module procedure ialltoall_i4, ialltoall_i8
+    end interface
+    interface gcoll_allreduce_init
+        module procedure allreduce_init_i4, allreduce_init_i8
+    end interface
+    interface gcoll_bcast_init
+        module procedure bcast_init_i4, bcast_init_i8
+    end interface
+    interface gcoll_reduce_init
+        module procedure reduce_init_i4, reduce_init_i8
+    end interface
+    interface gcoll_allgather_init
+        module procedure allgather_init_i4, allgather_init_i8
+    end interface
+    interface gcoll_reduce_scatter_init
+        module procedure reduce_scatter_init_i4, reduce_scatter_init_i8
+    end interface
+    interface gcoll_alltoall_init
+        module procedure alltoall_init_i4, alltoall_init_i8
+    end interface
+    interface gcoll_waitall
+        module procedure waitall_i4, waitall_i8
+    end interface
+    interface operator(==)
+        module procedure request_eq
+    end interface
+    interface operator(/=)
+        module procedure request_ne
     end interface
 
     ! The C side: libgcoll itself for what cannot fail, the shim for the rest.
@@ -209,6 +294,42 @@ module gcoll
         integer(c_int) function f08_barrier(comm) bind(c, name='gcoll_f08_barrier')
             import :: c_int, c_ptr
             type(c_ptr), value :: comm
+        end function
+        integer(c_int) function f08_post(coll, persistent, s, r, count, dtype, op, root, comm, req) &
+                bind(c, name='gcoll_f08_post')
+            import :: c_int, c_int64_t, c_ptr
+            integer(c_int), value :: coll, persistent
+            type(c_ptr), value :: s, r
+            integer(c_int64_t), value :: count
+            integer(c_int), value :: dtype, op, root
+            type(c_ptr), value :: comm
+            type(c_ptr), intent(out) :: req
+        end function
+        integer(c_int) function f08_fail(fn, arg) bind(c, name='gcoll_f08_fail')
+            import :: c_int, c_char
+            character(kind=c_char), dimension(*), intent(in) :: fn, arg
+        end function
+        integer(c_int) function f08_start(req) bind(c, name='gcoll_f08_start')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: req
+        end function
+        integer(c_int) function f08_test(req, done) bind(c, name='gcoll_f08_test')
+            import :: c_int, c_ptr
+            type(c_ptr), intent(inout) :: req
+            integer(c_int), intent(out) :: done
+        end function
+        integer(c_int) function f08_wait(req) bind(c, name='gcoll_f08_wait')
+            import :: c_int, c_ptr
+            type(c_ptr), intent(inout) :: req
+        end function
+        integer(c_int) function f08_waitall(n, reqs) bind(c, name='gcoll_f08_waitall')
+            import :: c_int, c_int64_t, c_ptr
+            integer(c_int64_t), value :: n
+            type(c_ptr), intent(inout) :: reqs(*)
+        end function
+        integer(c_int) function f08_request_free(req) bind(c, name='gcoll_f08_request_free')
+            import :: c_int, c_ptr
+            type(c_ptr), intent(inout) :: req
         end function
     end interface
 
@@ -472,5 +593,399 @@ contains
         type(gcoll_comm_t), intent(in) :: comm
         integer, optional, intent(out) :: ierr
         call finish(f08_barrier(comm%ptr), ierr, 'gcoll_barrier')
+    end subroutine
+
+    ! ------------------------------------------- nonblocking and persistent --
+    ! Every i... and ..._init procedure (an _i8 and an _i4 per name, as for the
+    ! blocking ones) hands its buffers to post, which checks them and calls
+    ! the shim's one entry point, gcoll_f08_post.
+
+    !> Post (persistent 0) or build (1) collective `coll` (NB_*): the buffers'
+    !> addresses once each is known to be contiguous; rname names recvbuf
+    !> in messages ("buf" for bcast).
+    subroutine post(coll, persistent, fn, count, dtype, op, root, comm, request, ierr, &
+                    sendbuf, recvbuf, rname)
+        integer, intent(in) :: coll, persistent
+        character(len=*), intent(in) :: fn
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        type(*), dimension(..), target, asynchronous, intent(in), optional :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
+        character(len=*), intent(in), optional :: rname
+        type(c_ptr) :: s, r
+        s = c_null_ptr
+        r = c_null_ptr
+        if (present(sendbuf)) then
+            if (.not. located(sendbuf, s)) then
+                call finish(f08_fail(fn//c_null_char, 'sendbuf'//c_null_char), ierr, fn)
+                return
+            end if
+        end if
+        if (present(recvbuf)) then
+            if (.not. located(recvbuf, r)) then
+                call finish(f08_fail(fn//c_null_char, rname//c_null_char), ierr, fn)
+                return
+            end if
+        end if
+        call finish(f08_post(int(coll, c_int), int(persistent, c_int), s, r, count, int(dtype, c_int), &
+                             int(op, c_int), int(root, c_int), comm%ptr, request%ptr), ierr, fn)
+    end subroutine
+
+    !> p = the address of buf, which stays valid after the call returns; false
+    !> when buf is not contiguous (its actual argument would be a copy).  A
+    !> zero-sized buf gets NULL (C_LOC must not be given one; count 0 allows it).
+    logical function located(buf, p)
+        type(*), dimension(..), target, asynchronous, intent(in) :: buf
+        type(c_ptr), intent(out) :: p
+        p = c_null_ptr
+        located = is_contiguous(buf)
+        if (located .and. size(buf) > 0) p = c_loc(buf)
+    end function
+
+    !> Nonblocking gcoll_barrier: complete once every rank has entered it.
+    subroutine gcoll_ibarrier(comm, request, ierr)
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_BARRIER, 0, 'gcoll_ibarrier', 0_c_int64_t, 0, 0, 0, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_barrier.
+    subroutine gcoll_barrier_init(comm, request, ierr)
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_BARRIER, 1, 'gcoll_barrier_init', 0_c_int64_t, 0, 0, 0, comm, request, ierr)
+    end subroutine
+
+    !> Start an inactive persistent request.
+    subroutine gcoll_start(request, ierr)
+        type(gcoll_request_t), intent(in) :: request
+        integer, optional, intent(out) :: ierr
+        call finish(f08_start(request%ptr), ierr, 'gcoll_start')
+    end subroutine
+
+    !> Advance every outstanding request once; flag = .true. if request is
+    !> complete (non-persistent: it is GCOLL_REQUEST_NULL now).
+    subroutine gcoll_test(request, flag, ierr)
+        type(gcoll_request_t), intent(inout) :: request
+        logical, intent(out) :: flag
+        integer, optional, intent(out) :: ierr
+        integer(c_int) :: done
+        done = 0
+        call finish(f08_test(request%ptr, done), ierr, 'gcoll_test')
+        flag = done /= 0
+    end subroutine
+
+    !> Block until request completes; ierr is the collective's outcome.
+    subroutine gcoll_wait(request, ierr)
+        type(gcoll_request_t), intent(inout) :: request
+        integer, optional, intent(out) :: ierr
+        call finish(f08_wait(request%ptr), ierr, 'gcoll_wait')
+    end subroutine
+
+    !> gcoll_wait on requests(1:count); every one completes, ierr is the first failure.
+    subroutine waitall_i8(count, requests, ierr)
+        integer(c_int64_t), intent(in) :: count
+        type(gcoll_request_t), intent(inout) :: requests(*)
+        integer, optional, intent(out) :: ierr
+        type(c_ptr), allocatable :: h(:)
+        integer(c_int) :: st
+        allocate (h(max(count, 0_c_int64_t)))
+        h = requests(1:size(h))%ptr
+        st = f08_waitall(count, h)
+        requests(1:size(h))%ptr = h
+        call finish(st, ierr, 'gcoll_waitall')
+    end subroutine
+    subroutine waitall_i4(count, requests, ierr)
+        integer, intent(in) :: count
+        type(gcoll_request_t), intent(inout) :: requests(*)
+        integer, optional, intent(out) :: ierr
+        call waitall_i8(int(count, c_int64_t), requests, ierr)
+    end subroutine
+
+    !> Free an inactive request (persistent, or completed); it becomes GCOLL_REQUEST_NULL.
+    subroutine gcoll_request_free(request, ierr)
+        type(gcoll_request_t), intent(inout) :: request
+        integer, optional, intent(out) :: ierr
+        call finish(f08_request_free(request%ptr), ierr, 'gcoll_request_free')
+    end subroutine
+
+    !> The same request (or both null): request == GCOLL_REQUEST_NULL;
+    !> elemental, so all(requests == GCOLL_REQUEST_NULL) works too.
+    elemental logical function request_eq(a, b)
+        type(gcoll_request_t), intent(in) :: a, b
+        if (c_associated(a%ptr)) then
+            request_eq = c_associated(a%ptr, b%ptr)
+        else
+            request_eq = .not. c_associated(b%ptr)
+        end if
+    end function
+    elemental logical function request_ne(a, b)
+        type(gcoll_request_t), intent(in) :: a, b
+        request_ne = .not. request_eq(a, b)
+    end function
+
+    !> Nonblocking gcoll_allreduce: its arguments, then the request to complete.
+    subroutine iallreduce_i8(sendbuf, recvbuf, count, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_ALLREDUCE, 0, 'gcoll_iallreduce', count, dtype, op, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine iallreduce_i4(sendbuf, recvbuf, count, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: count, dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call iallreduce_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, op, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_allreduce: a request made inactive; gcoll_start runs it.
+    subroutine allreduce_init_i8(sendbuf, recvbuf, count, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_ALLREDUCE, 1, 'gcoll_allreduce_init', count, dtype, op, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine allreduce_init_i4(sendbuf, recvbuf, count, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: count, dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call allreduce_init_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, op, comm, request, ierr)
+    end subroutine
+
+    !> Nonblocking gcoll_bcast: its arguments, then the request to complete.
+    subroutine ibcast_i8(buf, count, dtype, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_BCAST, 0, 'gcoll_ibcast', count, dtype, 0, root, comm, request, ierr, &
+                  recvbuf=buf, rname='buf')
+    end subroutine
+    subroutine ibcast_i4(buf, count, dtype, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous :: buf
+        integer, intent(in) :: count, dtype, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call ibcast_i8(buf, int(count, c_int64_t), dtype, root, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_bcast: a request made inactive; gcoll_start runs it.
+    subroutine bcast_init_i8(buf, count, dtype, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_BCAST, 1, 'gcoll_bcast_init', count, dtype, 0, root, comm, request, ierr, &
+                  recvbuf=buf, rname='buf')
+    end subroutine
+    subroutine bcast_init_i4(buf, count, dtype, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous :: buf
+        integer, intent(in) :: count, dtype, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call bcast_init_i8(buf, int(count, c_int64_t), dtype, root, comm, request, ierr)
+    end subroutine
+
+    !> Nonblocking gcoll_reduce: its arguments, then the request to complete.
+    subroutine ireduce_i8(sendbuf, recvbuf, count, dtype, op, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_REDUCE, 0, 'gcoll_ireduce', count, dtype, op, root, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine ireduce_i4(sendbuf, recvbuf, count, dtype, op, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
+        integer, intent(in) :: count, dtype, op, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call ireduce_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, op, root, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_reduce: a request made inactive; gcoll_start runs it.
+    subroutine reduce_init_i8(sendbuf, recvbuf, count, dtype, op, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_REDUCE, 1, 'gcoll_reduce_init', count, dtype, op, root, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine reduce_init_i4(sendbuf, recvbuf, count, dtype, op, root, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
+        integer, intent(in) :: count, dtype, op, root
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call reduce_init_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, op, root, comm, request, ierr)
+    end subroutine
+
+    !> Nonblocking gcoll_allgather: its arguments, then the request to complete.
+    subroutine iallgather_i8(sendbuf, recvbuf, sendcount, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: sendcount
+        integer, intent(in) :: dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_ALLGATHER, 0, 'gcoll_iallgather', sendcount, dtype, 0, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine iallgather_i4(sendbuf, recvbuf, sendcount, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: sendcount, dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call iallgather_i8(sendbuf, recvbuf, int(sendcount, c_int64_t), dtype, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_allgather: a request made inactive; gcoll_start runs it.
+    subroutine allgather_init_i8(sendbuf, recvbuf, sendcount, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: sendcount
+        integer, intent(in) :: dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_ALLGATHER, 1, 'gcoll_allgather_init', sendcount, dtype, 0, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine allgather_init_i4(sendbuf, recvbuf, sendcount, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: sendcount, dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call allgather_init_i8(sendbuf, recvbuf, int(sendcount, c_int64_t), dtype, comm, request, ierr)
+    end subroutine
+
+    !> Nonblocking gcoll_reduce_scatter: its arguments, then the request to complete.
+    subroutine ireduce_scatter_i8(sendbuf, recvbuf, recvcount, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: recvcount
+        integer, intent(in) :: dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_REDUCE_SCATTER, 0, 'gcoll_ireduce_scatter', recvcount, dtype, op, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine ireduce_scatter_i4(sendbuf, recvbuf, recvcount, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: recvcount, dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call ireduce_scatter_i8(sendbuf, recvbuf, int(recvcount, c_int64_t), dtype, op, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_reduce_scatter: a request made inactive; gcoll_start runs it.
+    subroutine reduce_scatter_init_i8(sendbuf, recvbuf, recvcount, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: recvcount
+        integer, intent(in) :: dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_REDUCE_SCATTER, 1, 'gcoll_reduce_scatter_init', recvcount, dtype, op, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine reduce_scatter_init_i4(sendbuf, recvbuf, recvcount, dtype, op, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: recvcount, dtype, op
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call reduce_scatter_init_i8(sendbuf, recvbuf, int(recvcount, c_int64_t), dtype, op, comm, request, ierr)
+    end subroutine
+
+    !> Nonblocking gcoll_alltoall: its arguments, then the request to complete.
+    subroutine ialltoall_i8(sendbuf, recvbuf, count, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_ALLTOALL, 0, 'gcoll_ialltoall', count, dtype, 0, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine ialltoall_i4(sendbuf, recvbuf, count, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: count, dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call ialltoall_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, comm, request, ierr)
+    end subroutine
+
+    !> Persistent gcoll_alltoall: a request made inactive; gcoll_start runs it.
+    subroutine alltoall_init_i8(sendbuf, recvbuf, count, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call post(NB_ALLTOALL, 1, 'gcoll_alltoall_init', count, dtype, 0, 0, comm, request, ierr, &
+                  sendbuf, recvbuf, 'recvbuf')
+    end subroutine
+    subroutine alltoall_init_i4(sendbuf, recvbuf, count, dtype, comm, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: count, dtype
+        type(gcoll_comm_t), intent(in) :: comm
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call alltoall_init_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, comm, request, ierr)
     end subroutine
 end module gcoll

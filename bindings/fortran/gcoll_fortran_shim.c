@@ -1,6 +1,7 @@
 /* C side of the Fortran 2008 binding (module gcoll, gcoll.F90).
  *
- * Two things Fortran cannot do portably by itself:
+ * Two things Fortran cannot do portably by itself (and, for the nonblocking
+ * and persistent collectives, one entry point that posts any of them):
  * - turn a type(MPI_Comm)'s MPI_VAL (an MPI_Fint) into a C MPI_Comm: only
  *   MPI_Comm_f2c, a C function (often a macro), knows how;
  * - pass a negative count: Fortran has no unsigned integers, and a negative
@@ -123,4 +124,96 @@ int gcoll_f08_barrier(gcoll_comm_t comm)
 {
     shim_error[0] = '\0';
     return gcoll_barrier(comm);
+}
+
+/* ---- nonblocking and persistent collectives ----------------------------- *
+ * One entry point posts any of them: the module passes the collective, i
+ * or _init, and the buffers' addresses (it has already checked they are
+ * contiguous: a Fortran temporary would be gone before the request
+ * completes).  The numbering is the module's NB_* parameters (not F08_*:
+ * Fortran ignores case, and the module has f08_* interfaces). */
+enum { NB_ALLREDUCE, NB_BCAST, NB_REDUCE, NB_ALLGATHER, NB_REDUCE_SCATTER,
+       NB_ALLTOALL, NB_BARRIER, NB_COLL_COUNT };
+
+static const struct {
+    const char *post, *init, *count;   /* function names; the count's name */
+} f08_colls[NB_COLL_COUNT] = {
+    [NB_ALLREDUCE]      = { "gcoll_iallreduce", "gcoll_allreduce_init", "count" },
+    [NB_BCAST]          = { "gcoll_ibcast", "gcoll_bcast_init", "count" },
+    [NB_REDUCE]         = { "gcoll_ireduce", "gcoll_reduce_init", "count" },
+    [NB_ALLGATHER]      = { "gcoll_iallgather", "gcoll_allgather_init", "sendcount" },
+    [NB_REDUCE_SCATTER] = { "gcoll_ireduce_scatter", "gcoll_reduce_scatter_init", "recvcount" },
+    [NB_ALLTOALL]       = { "gcoll_ialltoall", "gcoll_alltoall_init", "count" },
+    [NB_BARRIER]        = { "gcoll_ibarrier", "gcoll_barrier_init", "count" },
+};
+
+/* A failure the module found (a buffer not contiguous), as a shim sentence. */
+int gcoll_f08_fail(const char *fn, const char *arg)
+{
+    return shim_fail("%s: %s is not contiguous (a nonblocking call cannot use the temporary "
+                     "copy Fortran would pass)", fn, arg);
+}
+
+int gcoll_f08_post(int coll, int persistent, const void *s, void *r, int64_t count, int dtype,
+                   int op, int root, gcoll_comm_t comm, gcoll_request_t *req)
+{
+    if (coll < 0 || coll >= NB_COLL_COUNT) return shim_fail("gcoll_f08_post: collective %d", coll);
+    *req = GCOLL_REQUEST_NULL;
+    SHIM_COUNT(persistent ? f08_colls[coll].init : f08_colls[coll].post, f08_colls[coll].count,
+               count);
+    size_t n = (size_t)count;
+    gcoll_dtype_t dt = (gcoll_dtype_t)dtype;
+    gcoll_op_t o = (gcoll_op_t)op;
+    switch (coll) {
+    case NB_ALLREDUCE:
+        return persistent ? gcoll_allreduce_init(s, r, n, dt, o, comm, req)
+                          : gcoll_iallreduce(s, r, n, dt, o, comm, req);
+    case NB_BCAST:   /* the one buffer comes as r */
+        return persistent ? gcoll_bcast_init(r, n, dt, root, comm, req)
+                          : gcoll_ibcast(r, n, dt, root, comm, req);
+    case NB_REDUCE:
+        return persistent ? gcoll_reduce_init(s, r, n, dt, o, root, comm, req)
+                          : gcoll_ireduce(s, r, n, dt, o, root, comm, req);
+    case NB_ALLGATHER:
+        return persistent ? gcoll_allgather_init(s, r, n, dt, comm, req)
+                          : gcoll_iallgather(s, r, n, dt, comm, req);
+    case NB_REDUCE_SCATTER:
+        return persistent ? gcoll_reduce_scatter_init(s, r, n, dt, o, comm, req)
+                          : gcoll_ireduce_scatter(s, r, n, dt, o, comm, req);
+    case NB_ALLTOALL:
+        return persistent ? gcoll_alltoall_init(s, r, n, dt, comm, req)
+                          : gcoll_ialltoall(s, r, n, dt, comm, req);
+    default:
+        return persistent ? gcoll_barrier_init(comm, req) : gcoll_ibarrier(comm, req);
+    }
+}
+
+int gcoll_f08_start(gcoll_request_t req)
+{
+    shim_error[0] = '\0';
+    return gcoll_start(req);
+}
+
+int gcoll_f08_test(gcoll_request_t *req, int *done)
+{
+    shim_error[0] = '\0';
+    return gcoll_test(req, done);
+}
+
+int gcoll_f08_wait(gcoll_request_t *req)
+{
+    shim_error[0] = '\0';
+    return gcoll_wait(req);
+}
+
+int gcoll_f08_waitall(int64_t n, gcoll_request_t *reqs)
+{
+    SHIM_COUNT("gcoll_waitall", "count", n);
+    return gcoll_waitall((size_t)n, reqs);
+}
+
+int gcoll_f08_request_free(gcoll_request_t *req)
+{
+    shim_error[0] = '\0';
+    return gcoll_request_free(req);
 }

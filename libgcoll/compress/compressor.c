@@ -37,7 +37,9 @@
 #include "compress/codec.h"
 #include "base/dtype_math.h"
 #include "core/comm.h"
+#include "core/engine.h"
 #include "core/live.h"
+#include "core/request_pool.h"
 #include "base/log.h"
 #include "core/memtype.h"
 #include "base/reduce.h"
@@ -363,4 +365,23 @@ gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, si
     add_stats(&c->comm->stats, &c->rail->stats, &rail0);
     c->comm->stats.calls++;
     return GCOLL_SUCCESS;
+}
+
+/* Runs when posted, after the communicator's earlier requests: the codecs
+ * are not engine tasks yet (docs/design.md). */
+gcoll_status_t gcoll_iallreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
+                                           gcoll_dtype_t dtype, gcoll_op_t op,
+                                           gcoll_compressor_t compressor,
+                                           gcoll_request_t *request)
+{
+    gcoll_error_clear();
+    if (!request)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_iallreduce_compressed: request is NULL");
+    *request = GCOLL_REQUEST_NULL;
+    GCOLL_TRY(check_call(compressor, sendbuf, recvbuf, count, dtype, op));
+    gcoll_engine_lock();
+    gcoll_engine_drain(compressor->comm);   /* their outcomes stay with their requests */
+    gcoll_engine_unlock();
+    gcoll_status_t st = gcoll_allreduce_compressed(sendbuf, recvbuf, count, dtype, op, compressor);
+    return gcoll_request_completed(compressor->comm, st, request);
 }

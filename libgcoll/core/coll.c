@@ -169,22 +169,23 @@ static gcoll_status_t report(const struct gcoll_request *r, gcoll_status_t st)
 }
 
 /* A blocking collective on host buffers: post + wait on a pooled request. */
+/* A blocking collective on host buffers: post + wait on a pooled request.
+ * The pool and the build are the caller's (calls on one communicator are
+ * serialised by the application): only the engine's part takes its lock. */
 static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
 {
     struct gcoll_request *r;
-    gcoll_engine_lock();
-    gcoll_status_t st = gcoll_request_get(comm, &r);
+    GCOLL_TRY(gcoll_request_get(comm, &r));
+    r->call = *k;
+    gcoll_status_t st = prepare_host(comm, r);
     if (st == GCOLL_SUCCESS) {
-        r->call = *k;
-        st = prepare_host(comm, r);
-        if (st == GCOLL_SUCCESS) {
-            gcoll_exec_start(r);
-            gcoll_engine_enqueue(r, 1);
-            st = report(r, gcoll_engine_wait(r));
-        }
-        gcoll_request_put(r);
+        gcoll_engine_lock();
+        gcoll_exec_start(r);
+        gcoll_engine_enqueue(r, 1);
+        st = report(r, gcoll_engine_wait(r));
+        gcoll_engine_unlock();
     }
-    gcoll_engine_unlock();
+    gcoll_request_put(r);
     return st;
 }
 
@@ -350,6 +351,7 @@ static gcoll_status_t request_check(struct gcoll_request *r, const char *fn)
 /* Start r: an eager one runs now and is complete on return. */
 static void request_start(struct gcoll_request *r)
 {
+    r->started = 1;
     if (r->eager) {
         shape_t sh;
         gcoll_status_t st = check_call(r->comm, &r->call, &sh);
@@ -376,17 +378,15 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
     if (!out) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: request is NULL", k->fn);
     *out = GCOLL_REQUEST_NULL;
     GCOLL_TRY(check_call(comm, k, &sh));
-    gcoll_engine_lock();
-    gcoll_status_t st = gcoll_request_get(comm, &r);
-    if (st == GCOLL_SUCCESS) {
-        r->call = *k;
-        r->persistent = (uint8_t)persistent;
-        r->eager = (uint8_t)eager(k, &sh);
-        if (!r->eager) st = prepare_host(comm, r);
-        if (st != GCOLL_SUCCESS) gcoll_request_put(r);
+    GCOLL_TRY(gcoll_request_get(comm, &r));
+    r->call = *k;
+    r->persistent = (uint8_t)persistent;
+    r->eager = (uint8_t)eager(k, &sh);
+    gcoll_status_t st = r->eager ? GCOLL_SUCCESS : prepare_host(comm, r);
+    if (st != GCOLL_SUCCESS) {
+        gcoll_request_put(r);
+        return st;
     }
-    gcoll_engine_unlock();
-    GCOLL_TRY(st);
     if (!persistent) request_start(r);
     *out = r;
     return GCOLL_SUCCESS;
@@ -398,6 +398,7 @@ static gcoll_status_t request_finish(gcoll_request_t *req)
 {
     struct gcoll_request *r = *req;
     gcoll_status_t st = report(r, r->status);
+    r->started = 0;
     if (r->persistent) {
         r->status = GCOLL_SUCCESS;
     } else {
@@ -413,8 +414,9 @@ gcoll_status_t gcoll_start(gcoll_request_t request)
     GCOLL_TRY(request_check(request, "gcoll_start"));
     if (!request->persistent)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_start: the request is not persistent");
-    if (request->active)
-        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_start: the request is already active");
+    if (request->started)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_start: the request is already active "
+                           "(started and not yet completed by gcoll_wait or gcoll_test)");
     GCOLL_TRY(gcoll_comm_check(request->comm));
     request_start(request);
     return GCOLL_SUCCESS;
@@ -474,12 +476,10 @@ gcoll_status_t gcoll_request_free(gcoll_request_t *request)
     if (!request) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_request_free: request is NULL");
     if (*request == GCOLL_REQUEST_NULL) return GCOLL_SUCCESS;
     GCOLL_TRY(request_check(*request, "gcoll_request_free"));
-    if ((*request)->active)
+    if ((*request)->started)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
                            "gcoll_request_free: the request is active (wait for it first)");
-    gcoll_engine_lock();
     gcoll_request_put(*request);
-    gcoll_engine_unlock();
     *request = GCOLL_REQUEST_NULL;
     return GCOLL_SUCCESS;
 }

@@ -335,7 +335,9 @@ gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats)
 {
     GCOLL_TRY(gcoll_comm_check(comm));
     if (!stats) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_get_stats: stats is NULL");
+    gcoll_engine_lock();   /* the progress thread counts too */
     *stats = comm->stats;
+    gcoll_engine_unlock();
     return GCOLL_SUCCESS;
 }
 

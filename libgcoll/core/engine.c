@@ -16,6 +16,7 @@
  * A communicator whose transport is MPI without MPI_THREAD_MULTIPLE is
  * never touched by the thread (its requests are caller_only). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -58,6 +59,7 @@ static struct {
     size_t           nthread;     /* of which the thread may progress */
     int              waiters;     /* callers inside gcoll_engine_wait */
     int              ncomms;      /* live communicators */
+    atomic_int       contenders;  /* callers waiting for the lock */
     double           last_done;   /* when a request that used the transport completed */
 } eng = { .mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .efd = -1,
           .epfd = -1, .last_done = -1e9 };
@@ -69,9 +71,34 @@ static double engine_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Callers announce themselves, so the thread, which runs pass after pass
+ * with the lock held, steps aside for a post or a test (a mutex is not fair:
+ * unlocking and relocking at once would starve them). */
 void gcoll_engine_lock(void)
 {
-    if (eng.locking) pthread_mutex_lock(&eng.mutex);
+    if (!eng.locking) return;
+    atomic_fetch_add_explicit(&eng.contenders, 1, memory_order_relaxed);
+    pthread_mutex_lock(&eng.mutex);
+    atomic_fetch_sub_explicit(&eng.contenders, 1, memory_order_relaxed);
+}
+
+static void thread_lock(void)
+{
+    pthread_mutex_lock(&eng.mutex);
+}
+
+static void thread_unlock(void)
+{
+    pthread_mutex_unlock(&eng.mutex);
+}
+
+/* Between two passes of the thread: let a waiting caller in. */
+static void thread_step_aside(void)
+{
+    if (!atomic_load_explicit(&eng.contenders, memory_order_relaxed)) return;
+    thread_unlock();
+    while (atomic_load_explicit(&eng.contenders, memory_order_relaxed)) sched_yield();
+    thread_lock();
 }
 
 void gcoll_engine_unlock(void)
@@ -84,9 +111,13 @@ const char *gcoll_engine_mode(void)
     return eng.thread_on ? "thread" : "caller";
 }
 
+/* Under the lock: the thread sleeps either in epoll (idle) or on the
+ * condition variable (a caller was waiting); wake it from both. */
 static void wake_thread(void)
 {
-    if (eng.thread_on && eng.thread_idle) {
+    if (!eng.thread_on) return;
+    pthread_cond_signal(&eng.cond);
+    if (eng.thread_idle) {
         uint64_t one = 1;
         if (write(eng.efd, &one, sizeof(one)) < 0) { /* counter saturated: it is awake */ }
     }
@@ -166,6 +197,7 @@ gcoll_status_t gcoll_engine_wait(struct gcoll_request *r)
     unsigned idle = 0;
     eng.waiters++;
     while (r->active) {
+        r->x.spin = eng.nactive == 1;
         if (gcoll_engine_pass(0)) {
             idle = 0;
             continue;
@@ -173,7 +205,9 @@ gcoll_status_t gcoll_engine_wait(struct gcoll_request *r)
         if (!r->active) break;
         if (++idle >= ENGINE_SPIN_POLLS) idle_wait(r, idle);
     }
-    if (--eng.waiters == 0 && eng.thread_on && eng.nthread) pthread_cond_signal(&eng.cond);
+    r->x.spin = 0;
+    /* the thread stood aside while we waited: it takes over what is left */
+    if (--eng.waiters == 0 && eng.thread_on) pthread_cond_signal(&eng.cond);
     return r->status;
 }
 
@@ -213,13 +247,13 @@ static void thread_idle(void)
     double since = engine_now() - eng.last_done;
     int ms = since < 0.1 ? 1 : since < ENGINE_LINGER_S ? 20 : -1;
     eng.thread_idle = 1;
-    gcoll_engine_unlock();
+    thread_unlock();
     int n = epoll_wait(eng.epfd, &ev, 1, ms);
     if (n > 0) {
         uint64_t v;
         if (read(eng.efd, &v, sizeof(v)) < 0) { /* already drained */ }
     }
-    gcoll_engine_lock();
+    thread_lock();
     eng.thread_idle = 0;
     if (ms > 0) poll_transports();
 }
@@ -228,9 +262,9 @@ static void *engine_thread(void *arg)
 {
     unsigned idle = 0;
     (void)arg;
-    gcoll_engine_lock();
+    thread_lock();
     while (!eng.stop) {
-        if (eng.waiters > 0 && eng.nthread) {   /* a caller drives: stay out of its way */
+        if (eng.waiters > 0) {   /* a caller drives: stay out of its way */
             pthread_cond_wait(&eng.cond, &eng.mutex);
             continue;
         }
@@ -238,22 +272,24 @@ static void *engine_thread(void *arg)
             thread_idle();
             continue;
         }
-        if (gcoll_engine_pass(1)) {
+        int moved = gcoll_engine_pass(1);
+        thread_step_aside();
+        if (moved) {
             idle = 0;
             continue;
         }
         if (++idle < ENGINE_SPIN_POLLS) continue;
         /* peers are late: give the core to the application (or to them) */
-        gcoll_engine_unlock();
+        thread_unlock();
         if (idle < ENGINE_PARK_POLLS) {
             sched_yield();
         } else {
             struct timespec nap = { 0, 20 * 1000 };
             nanosleep(&nap, NULL);
         }
-        gcoll_engine_lock();
+        thread_lock();
     }
-    gcoll_engine_unlock();
+    thread_unlock();
     return NULL;
 }
 

@@ -37,6 +37,7 @@ typedef struct {
     uint8_t         stage;       /* 0 post the round, 1 comms in flight, 2 local steps */
     uint8_t         in_node;     /* a NODE step's shm op is running */
     uint8_t         used_transport; /* posted a transport operation */
+    uint8_t         spin;        /* its waiter has nothing else to do: spin on shm */
     uint32_t        next;        /* next step of the round to look at */
     size_t          nreqs;       /* transport operations of the round */
     size_t          first_open;  /* all before it are done */
@@ -54,7 +55,9 @@ struct gcoll_request {
     struct gcoll_request *pool_next;          /* the communicator's free list */
     struct gcoll_request *prev, *next;        /* the engine's active list */
     uint8_t               persistent;
-    uint8_t               active;             /* started, not yet completed */
+    uint8_t               active;             /* in the engine: not yet completed */
+    uint8_t               started;            /* started, completion not yet reported
+                                               * by test/wait (MPI's "active") */
     uint8_t               eager;              /* runs at start (device / compressed) */
     uint8_t               caller_only;        /* the progress thread must not touch it */
     gcoll_status_t        status;             /* outcome of the last completion */

@@ -1,7 +1,11 @@
-/* The per-communicator pool of requests (request_pool.h). */
+/* The per-communicator pool of requests (request_pool.h).  The pool is the
+ * application's side of a communicator (its calls are serialised by the
+ * application, as for MPI), so it takes no engine lock. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/comm.h"
+#include <stdio.h>
+#include "core/engine.h"
 #include "core/executor.h"
 #include "core/request_pool.h"
 #include "base/status.h"
@@ -19,7 +23,7 @@ gcoll_status_t gcoll_request_get(struct gcoll_comm *comm, struct gcoll_request *
     }
     r->magic = GCOLL_REQUEST_MAGIC;
     r->pool_next = NULL;
-    r->persistent = r->active = r->eager = 0;
+    r->persistent = r->active = r->eager = r->started = 0;
     r->caller_only = (uint8_t)comm->caller_only;
     r->status = GCOLL_SUCCESS;
     r->err[0] = '\0';
@@ -60,4 +64,17 @@ void gcoll_request_pool_free(struct gcoll_comm *comm)
         free(r->scratch);
         free(r);
     }
+}
+
+gcoll_status_t gcoll_request_completed(struct gcoll_comm *comm, gcoll_status_t outcome,
+                                       struct gcoll_request **out)
+{
+    struct gcoll_request *r;
+    GCOLL_TRY(gcoll_request_get(comm, &r));
+    r->eager = 1;
+    r->started = 1;   /* its completion is reported by wait or test */
+    r->status = outcome;
+    if (outcome != GCOLL_SUCCESS) snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
+    *out = r;
+    return GCOLL_SUCCESS;
 }

@@ -71,8 +71,9 @@ gcoll_status_t gcoll_shm_barrier(gcoll_shm_t *shm);
 /* ---- resumable form (the progress engine's NODE steps) ------------------
  * Each collective above is a loop of phases separated by steps (shm_int.h).
  * gcoll_shm_op_start() checks the arguments and prepares the loop;
- * gcoll_shm_op_progress() runs phases until it would have to wait for a
- * peer, and returns with *done = 0 then, never blocking.  Per segment, one
+ * gcoll_shm_op_progress() runs the next phase if the peers are there for it
+ * (one phase per call, so a caller holding a lock holds it briefly), and
+ * returns with *done = 0 otherwise, never blocking.  Per segment, one
  * op at a time, started in the same order on every rank (the engine keeps
  * NODE steps in posting order).  The blocking calls above are start +
  * progress + sleep. */
@@ -102,6 +103,11 @@ gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll,
                                   int root);
 /* Run what can run now; *done = 1 when the collective has finished here. */
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done);
+
+/* Spin (with the CPU's pause hint) up to polls times for the peers of a
+ * waiting op; whether they all arrived.  For a waiter with nothing else
+ * outstanding, which the old blocking loop served the same way. */
+int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls);
 
 /* Sleep until a peer signals this rank's current step or max_ns pass
  * (futex; no CPU while a peer is late).  For a waiter with nothing else to

@@ -346,7 +346,7 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
 
 /* ---- the phase loops ------------------------------------------------------
  * Every collective is "for t in 0..last: body(t); step unless t == last";
- * gcoll_shm_op_progress() runs that loop until a step must wait. */
+ * gcoll_shm_op_progress() runs one phase of that loop per call. */
 
 enum {
     SHM_FORM_NONE = 0,   /* nothing to do (count 0, or one rank) */
@@ -441,23 +441,36 @@ static void shm_body(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     }
 }
 
+/* One phase per call at most: a progress pass holds the engine's lock, and
+ * a whole 64 MiB allreduce would keep a post waiting for milliseconds. */
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     *done = 0;
-    for (;;) {
-        if (o->waiting) {
-            if (!gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
-            o->waiting = 0;
-            o->t++;
-        }
-        if (o->form == SHM_FORM_NONE) break;
+    if (o->waiting) {
+        if (!gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
+        o->waiting = 0;
+        o->t++;
+    }
+    if (o->form != SHM_FORM_NONE) {
         shm_body(shm, o);
-        if (o->t == o->last) break;
-        gcoll_shm_signal(shm);
-        o->waiting = 1;
+        if (o->t != o->last) {
+            gcoll_shm_signal(shm);
+            o->waiting = 1;
+            return GCOLL_SUCCESS;
+        }
     }
     *done = 1;
     return GCOLL_SUCCESS;
+}
+
+int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls)
+{
+    if (!o->waiting) return 1;
+    for (int i = 0; i < polls; i++) {
+        if (gcoll_shm_all_arrived(shm)) return 1;
+        gcoll_shm_pause();
+    }
+    return gcoll_shm_all_arrived(shm);
 }
 
 /* ---- starting an op: argument checks and the shape of its loop ---------- */
@@ -593,7 +606,8 @@ static gcoll_status_t shm_finish(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     for (;;) {
         GCOLL_TRY(gcoll_shm_op_progress(shm, o, &done));
         if (done) return GCOLL_SUCCESS;
-        GCOLL_TRY(gcoll_shm_wait_slow(shm, shm->step));
+        if (!gcoll_shm_op_spin(shm, o, shm->spin_limit))
+            GCOLL_TRY(gcoll_shm_wait_slow(shm, shm->step));
     }
 }
 

@@ -7,7 +7,11 @@
 #     exit, when GCOLL_BENCH_INJECT_ERROR=1 corrupts one;
 #   - --impl both prints the MPI/gcoll ratio column;
 #   - --csv and --json write parseable records, one per size;
-#   - gcoll_plot.py turns them into a PNG (where matplotlib is installed).
+#   - gcoll_plot.py turns them into a PNG (where matplotlib is installed);
+#   - the overlap programs (gcoll_bench_iallreduce, _ibcast, _iallgather)
+#     print OSU's osu_i<coll> columns with sane, self-consistent values, in
+#     GCOLL_PROGRESS=thread and caller modes, and -c passes and catches an
+#     injected error there too.
 # Environment: MPIRUN (default mpirun), BENCH_DIR (default ./bench, the build
 # tree), srcdir (set by automake; the plot script is in $srcdir/bench).
 # Exit 0 if all pass, 1 if any fails, 77 (skip) without mpirun.
@@ -170,6 +174,101 @@ else check_osu a2a All-to-All 4 "8 16 32 64"; fi   # float64: 4 bytes is below o
 run barrier gcoll_bench_barrier -i 20 -x 2
 if [ "$rc" -eq 0 ] && check_rows barrier 4 "0"; then pass "barrier: one numeric row"
 else fail "barrier exited $rc or rows wrong (got '$got')"; show barrier; fi
+
+# ---- overlap benchmarks (nonblocking collectives) ---------------------------
+OSIZES="4096 8192 16384 32768 65536"
+
+# check_ovl NAME TITLE NCOLS SIZES: OSU osu_i<coll> output.  NCOLS: 5 (one
+# impl), 10 (one impl, -f), 9 (--impl both), 14 (--impl both -f).  Values:
+# times positive, Overlap in [0, 100] and equal to the formula applied to the
+# printed times, Overall >= Compute, with -f post + compute + wait = Overall,
+# and a compute that really takes time where the pure time is 5 us or more.
+check_ovl() {
+    name=$1 title=$2 ncols=$3 sizes=$4
+    f="$TMP/$name.out"
+    if ! grep -q "^# OSU-style libgcoll Non-blocking $title Latency Test" "$f"; then
+        fail "$name: no OSU title line"; show "$name"; return
+    fi
+    if [ "$ncols" = 9 ] || [ "$ncols" = 14 ]; then
+        hdr='^# Size .*gcoll Overall(us) .*gcoll Compute(us) .*gcoll Pure(us) .*gcoll Overlap(%) .*MPI Overall(us) .*MPI Compute(us) .*MPI Pure(us) .*MPI Overlap(%)'
+        if ! grep -q 'progresses nonblocking collectives only inside MPI calls' "$f" ||
+           ! grep -q 'no MPI_Test' "$f"; then
+            fail "$name: the header does not say how MPI progresses (no MPI_Test)"; show "$name"; return
+        fi
+    else
+        hdr='^# Size .*Overall(us) .*Compute(us) .*Pure Comm.(us) .*Overlap(%)'
+    fi
+    if ! grep -q "$hdr" "$f"; then fail "$name: no overlap column header"; show "$name"; return; fi
+    if ! grep -q '^# gcoll: GCOLL_PROGRESS=' "$f"; then
+        fail "$name: the header does not say the progress mode"; show "$name"; return
+    fi
+    if ! check_rows "$name" "$ncols" "$sizes"; then
+        fail "$name: rows are not $ncols numeric columns for sizes '$sizes' (got '$got')"
+        show "$name"; return
+    fi
+    bad=$(rows "$f" | awk -v n="$ncols" '
+        { ni = (n == 9 || n == 14) ? 2 : 1; full = (n == 10 || n == 14)
+          for (i = 0; i < ni; i++) {
+              b = 2 + 4 * i; ov = $b; cp = $(b + 1); pu = $(b + 2); pct = $(b + 3)
+              if (ov <= 0 || cp <= 0 || pu <= 0) { print $1 ":time<=0"; continue }
+              if (pct < 0 || pct > 100) { print $1 ":overlap=" pct; continue }
+              if (ov + 0.02 < cp) { print $1 ":overall<compute"; continue }
+              want = 100 * (1 - (ov - cp) / pu)
+              if (want < 0) want = 0
+              if (want > 100) want = 100
+              d = want - pct; if (d < 0) d = -d
+              if (d > 0.1 + 2 / pu) { print $1 ":overlap-formula:" pct "/" want; continue }
+              if (pu >= 5 && cp < 0.2 * pu) { print $1 ":compute-too-short:" cp "/" pu; continue }
+              if (full) {
+                  p = n == 10 ? 8 : 10 + 2 * i; po = $p; wa = $(p + 1)
+                  s = po + cp + wa; d = s - ov; if (d < 0) d = -d
+                  if (po < 0 || wa < 0 || d > 0.03 + 0.001 * ov) { print $1 ":post+compute+wait!=overall"; continue }
+              }
+          } }' | tr '\n' ' ')
+    if [ -n "$bad" ]; then fail "$name: insane values: $bad"; show "$name"; return; fi
+    pass "$name: osu_i-style overlap output, $ncols columns, sizes $sizes"
+}
+
+GCOLL_PROGRESS=thread
+export GCOLL_PROGRESS
+run iar gcoll_bench_iallreduce -m 4K:64K -i 12 -x 1 -c -f --impl both --blocks 3
+if [ "$rc" -ne 0 ]; then fail "iallreduce (thread) --impl both -c -f exited $rc"; show iar
+else check_ovl iar Allreduce 14 "$OSIZES"; fi
+
+run ibc gcoll_bench_ibcast -m 4K:64K -i 12 -x 1 -c -r 1 --impl both --blocks 3
+if [ "$rc" -ne 0 ]; then fail "ibcast (thread) -c -r 1 --impl both exited $rc"; show ibc
+else check_ovl ibc Broadcast 9 "$OSIZES"; fi
+
+run iag gcoll_bench_iallgather -m 4K:64K -i 12 -x 1 -c -T int32 --impl both --blocks 3
+if [ "$rc" -ne 0 ]; then fail "iallgather (thread) -c -T int32 --impl both exited $rc"; show iag
+else check_ovl iag Allgather 9 "$OSIZES"; fi
+
+GCOLL_PROGRESS=caller
+run iarc gcoll_bench_iallreduce -m 4K:64K -i 12 -x 1 -c
+if [ "$rc" -ne 0 ]; then fail "iallreduce (caller) -c exited $rc"; show iarc
+elif ! grep -q '^# gcoll: GCOLL_PROGRESS=caller' "$TMP/iarc.out"; then
+    fail "iallreduce (caller): the header does not say caller mode"; show iarc
+else check_ovl iarc Allreduce 5 "$OSIZES"; fi
+
+run iagf gcoll_bench_iallgather -m 4K:64K -i 12 -x 1 -f
+if [ "$rc" -ne 0 ]; then fail "iallgather (caller) -f exited $rc"; show iagf
+else check_ovl iagf Allgather 10 "$OSIZES"; fi
+unset GCOLL_PROGRESS
+
+GCOLL_BENCH_INJECT_ERROR=1
+export GCOLL_BENCH_INJECT_ERROR
+run iinject gcoll_bench_iallreduce -m 4:64 -i 5 -x 1 -c
+unset GCOLL_BENCH_INJECT_ERROR
+if [ "$rc" -ne 0 ] && grep -q 'VALIDATION FAILED' "$TMP/iinject.err"; then
+    pass "iallreduce -c catches an injected error (exit $rc)"
+else
+    fail "iallreduce -c with GCOLL_BENCH_INJECT_ERROR=1: exit $rc, message missing?"; show iinject
+fi
+
+run icsv gcoll_bench_ibcast -m 4:64 --csv "$TMP/i.csv"
+if [ "$rc" -eq 2 ] && grep -q 'not available in the overlap' "$TMP/icsv.err"; then
+    pass "overlap benchmarks refuse --csv with a message"
+else fail "ibcast --csv: exit $rc"; show icsv; fi
 
 # ---- usage errors and device placement -------------------------------------
 run usage gcoll_bench_allreduce -m 64:4

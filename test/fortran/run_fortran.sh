@@ -1,9 +1,10 @@
 #!/bin/bash
 # The Fortran binding (module gcoll, libgcoll_f08) under mpirun at 1, 2, 3 and
 # 4 ranks, and 4 ranks as 2 simulated nodes: test_bindings.F90 compares every
-# collective with mpi_f08's own, bit for bit, and checks the constants, the
-# stats counters and bad input.  Uses the libraries of this build tree; run
-# from the top build directory (make check does).  SKIP (77) without mpirun
+# collective with mpi_f08's own, bit for bit (blocking, nonblocking and
+# persistent forms; once more with GCOLL_PROGRESS=caller), and checks the
+# constants, the stats counters and bad input.  Uses the libraries of this
+# build tree; run from the top build directory (make check does).  SKIP (77) without mpirun
 # or when the binding was not built (configure found no Fortran compiler that
 # can use mpi_f08: see its "Fortran binding" line, --enable-fortran, MPIFC).
 MPIRUN=${MPIRUN:-mpirun}
@@ -32,5 +33,6 @@ run 2
 run 3
 run 4
 run 4 GCOLL_NODE_SIZE=2
+run 2 GCOLL_PROGRESS=caller   # requests advance only inside gcoll_test/gcoll_wait
 echo "run_fortran.sh: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -8,9 +8,14 @@
 ! end differs too.  Types float32, float64, int32, int64; counts 0, 1, 1001
 ! (not a multiple of 2, 3 or 4) and 7919 (prime); every collective, every op
 ! (AVG against MPI's SUM divided by the rank count), roots 0 and size-1, the
-! in-place forms; then the constants against the C header, the stats
-! counters, and bad input (each must return GCOLL_ERR_INVALID_ARG with a
-! sentence in gcoll_last_error, and the communicator must still work).
+! in-place forms; the same for the nonblocking forms (all outstanding at
+! once, a blocking call posted among them, waited in reverse order), a
+! gcoll_test loop, and the persistent forms started three times on changing
+! input (waited one by one and by gcoll_waitall); then the constants against
+! the C header, the stats counters (one call per completed request), and
+! bad input (each must return GCOLL_ERR_INVALID_ARG with a sentence in
+! gcoll_last_error, non-contiguous buffers of nonblocking calls included,
+! and the communicator must still work).
 !
 ! Prints "test_bindings: N ranks: ok (K checks on rank 0, M on all ranks)" and
 ! exits 0, or lists the failures and exits 1.
@@ -69,8 +74,17 @@ program test_bindings
     call gcoll_barrier(comm, ierr)
     call ok(ierr, 'gcoll_barrier')
     call test_count_kinds()
+    do t = 1, NT
+        do c = 1, size(counts)
+            call test_nonblocking(t, counts(c))
+        end do
+    end do
+    call test_test_loop()
+    call test_waitall()
+    call test_persistent()
     call test_stats()
     call test_bad_input()
+    call test_nonblocking_bad_input()
     call gcoll_comm_destroy(comm, ierr)
     call expect(ierr == GCOLL_SUCCESS, 'gcoll_comm_destroy')
 
@@ -370,6 +384,285 @@ contains
         call gcoll_bcast(y, 5_c_int64_t, GCOLL_FLOAT64, 0, comm, st)
         call ok(st, 'bcast with a c_int64_t count')
         call expect(all(nint(y) == [1, 2, 3, 4, 5]), 'bcast with a c_int64_t count: result')
+    end subroutine
+
+    ! ------------------------------------------- nonblocking, persistent --
+
+    !> A post's status: must be GCOLL_SUCCESS; not a completed call (ok() counts those).
+    subroutine posted(st, what)
+        integer, intent(in) :: st
+        character(len=*), intent(in) :: what
+        call expect(st == GCOLL_SUCCESS, what//': '//gcoll_strerror(st)//': '//gcoll_last_error())
+    end subroutine
+
+    !> Every nonblocking collective outstanding at once (in-place allgather
+    !> too), a blocking allreduce posted after them, all waited in reverse
+    !> order; then each result against MPI's own collective.
+    subroutine test_nonblocking(t, n)
+        integer, intent(in) :: t, n
+        integer(c_int8_t), allocatable, target, asynchronous :: xa(:), ga(:), xb(:), xr(:), gr(:), &
+            xg(:), gg(:), gi(:), xs(:), gs(:), xt(:), gt(:)
+        integer(c_int8_t), allocatable, target :: y(:), want(:)
+        type(gcoll_request_t) :: req(8)
+        integer :: st, k, root, nb
+        root = nranks - 1
+        nb = n * esize(t)
+        call new(xa, t, n)
+        call fill(xa, t, n, rank, 6)
+        call new(ga, t, n)
+        call gcoll_iallreduce(xa, ga, n, gtype(t), GCOLL_MAX, comm, req(1), st)
+        call posted(st, label('iallreduce', t, n, 'max'))
+        call new(xb, t, n)
+        call fill(xb, t, n, rank, 7)
+        call gcoll_ibcast(xb, n, gtype(t), root, comm, req(2), st)
+        call posted(st, label('ibcast', t, n, ''))
+        call new(xr, t, n)
+        call fill(xr, t, n, rank, 8)
+        call new(gr, t, n)
+        if (rank == 0) then
+            call gcoll_ireduce(xr, gr, n, gtype(t), GCOLL_SUM, 0, comm, req(3), st)
+        else
+            call gcoll_ireduce(xr, count=n, dtype=gtype(t), op=GCOLL_SUM, root=0, comm=comm, &
+                               request=req(3), ierr=st)
+        end if
+        call posted(st, label('ireduce', t, n, ''))
+        call new(xg, t, n)
+        call fill(xg, t, n, rank, 9)
+        call new(gg, t, nranks * n)
+        call gcoll_iallgather(xg, gg, n, gtype(t), comm, req(4), st)
+        call posted(st, label('iallgather', t, n, ''))
+        call new(gi, t, nranks * n)
+        gi(rank * nb + 1:rank * nb + nb) = xg(1:nb)
+        call gcoll_iallgather(gi(rank * nb + 1:), gi, n, gtype(t), comm, req(5), st)
+        call posted(st, label('iallgather', t, n, 'in place'))
+        call new(xs, t, nranks * n)
+        call fill(xs, t, nranks * n, rank, 10)
+        call new(gs, t, n)
+        call gcoll_ireduce_scatter(xs, gs, n, gtype(t), GCOLL_MIN, comm, req(6), st)
+        call posted(st, label('ireduce_scatter', t, n, ''))
+        call new(xt, t, nranks * n)
+        call fill(xt, t, nranks * n, rank, 11)
+        call new(gt, t, nranks * n)
+        call gcoll_ialltoall(xt, gt, n, gtype(t), comm, req(7), st)
+        call posted(st, label('ialltoall', t, n, ''))
+        call gcoll_ibarrier(comm, req(8), st)
+        call posted(st, 'ibarrier')
+        call new(y, t, n)
+        call gcoll_allreduce(xa, y, n, gtype(t), GCOLL_SUM, comm, st)
+        call ok(st, label('allreduce among outstanding requests', t, n, ''))
+        do k = size(req), 1, -1
+            call gcoll_wait(req(k), st)
+            call ok(st, label('gcoll_wait', t, n, 'reverse order'))
+            call expect(req(k) == GCOLL_REQUEST_NULL, label('completed request is null', t, n, ''))
+        end do
+
+        call new(want, t, n)
+        call MPI_Allreduce(xa, want, n, mtype(t), MPI_MAX, MPI_COMM_WORLD)
+        call same(label('iallreduce', t, n, 'max'), ga, want)
+        call MPI_Allreduce(xa, want, n, mtype(t), MPI_SUM, MPI_COMM_WORLD)
+        call same(label('allreduce among outstanding requests', t, n, ''), y, want)
+        call new(want, t, n)
+        call fill(want, t, n, rank, 7)
+        call MPI_Bcast(want, n, mtype(t), root, MPI_COMM_WORLD)
+        call same(label('ibcast', t, n, ''), xb, want)
+        call new(want, t, n)
+        call MPI_Reduce(xr, want, n, mtype(t), MPI_SUM, 0, MPI_COMM_WORLD)
+        if (rank == 0) call same(label('ireduce', t, n, ''), gr, want)
+        call new(want, t, nranks * n)
+        call MPI_Allgather(xg, n, mtype(t), want, n, mtype(t), MPI_COMM_WORLD)
+        call same(label('iallgather', t, n, ''), gg, want)
+        call same(label('iallgather', t, n, 'in place'), gi, want)
+        call new(want, t, n)
+        call MPI_Reduce_scatter_block(xs, want, n, mtype(t), MPI_MIN, MPI_COMM_WORLD)
+        call same(label('ireduce_scatter', t, n, 'min'), gs, want)
+        call new(want, t, nranks * n)
+        call MPI_Alltoall(xt, n, mtype(t), want, n, mtype(t), MPI_COMM_WORLD)
+        call same(label('ialltoall', t, n, ''), gt, want)
+    end subroutine
+
+    !> gcoll_test until both of two requests are done, tested last-posted first.
+    subroutine test_test_loop()
+        integer, parameter :: n = 7919
+        real(c_double), allocatable, target, asynchronous :: a(:), ga(:), b(:), gb(:)
+        real(c_double), allocatable :: ra(:), rb(:)
+        type(gcoll_request_t) :: r(2)
+        logical :: done(2), flag
+        integer :: st, k, i, loops
+        a = [(real(value(i, rank, 12), c_double), i = 0, n - 1)]
+        b = [(real(value(i, rank, 13), c_double), i = 0, nranks * n - 1)]
+        allocate (ga(n), gb(nranks * n), ra(n), rb(nranks * n))
+        call gcoll_iallreduce(a, ga, n, GCOLL_FLOAT64, GCOLL_SUM, comm, r(1), st)
+        call posted(st, 'iallreduce for the test() loop')
+        call gcoll_ialltoall(b, gb, n, GCOLL_FLOAT64, comm, r(2), st)
+        call posted(st, 'ialltoall for the test() loop')
+        done = .false.
+        loops = 0
+        do while (.not. all(done) .and. loops < 100000000)
+            loops = loops + 1
+            do k = 2, 1, -1
+                if (done(k)) cycle
+                call gcoll_test(r(k), done(k), st)
+                if (done(k)) call ok(st, 'gcoll_test completion')
+            end do
+        end do
+        call expect(all(done), 'gcoll_test loop finished')
+        call expect(all(r == GCOLL_REQUEST_NULL), 'requests completed by gcoll_test are null')
+        call MPI_Allreduce(a, ra, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD)
+        call MPI_Alltoall(b, n, MPI_DOUBLE_PRECISION, rb, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
+        call expect(all(transfer(ga, 1_c_int64_t, n) == transfer(ra, 1_c_int64_t, n)), &
+                    'iallreduce by gcoll_test equals MPI_Allreduce')
+        call expect(all(transfer(gb, 1_c_int64_t, nranks * n) == transfer(rb, 1_c_int64_t, nranks * n)), &
+                    'ialltoall by gcoll_test equals MPI_Alltoall')
+        flag = .false.
+        call gcoll_test(r(1), flag, st)
+        call expect(st == GCOLL_SUCCESS .and. flag, 'gcoll_test of GCOLL_REQUEST_NULL: done at once')
+        call gcoll_wait(r(1), st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_wait of GCOLL_REQUEST_NULL')
+    end subroutine
+
+    !> gcoll_waitall of non-persistent requests (then null) on columns of a
+    !> 2-D array, and a whole 2-D array as one buffer (assumed rank).
+    subroutine test_waitall()
+        integer(c_int64_t), target, asynchronous :: a(3, 4), g(3, 4), w(3, 4)
+        type(gcoll_request_t) :: r(3)
+        integer :: st, k
+        do k = 1, 4
+            a(:, k) = rank + k
+        end do
+        g = -1
+        do k = 1, 3
+            call gcoll_iallreduce(a(:, k), g(:, k), 3, GCOLL_INT64, GCOLL_SUM, comm, r(k), st)
+            call posted(st, 'iallreduce of a column')
+        end do
+        call gcoll_waitall(3, r, st)
+        call ok(st, 'gcoll_waitall of non-persistent requests')
+        if (st == GCOLL_SUCCESS) gcalls = gcalls + 2
+        call expect(all(r == GCOLL_REQUEST_NULL), 'gcoll_waitall sets completed requests to null')
+        call MPI_Allreduce(a, w, 12, MPI_INTEGER8, MPI_SUM, MPI_COMM_WORLD)
+        call expect(all(g(:, 1:3) == w(:, 1:3)) .and. all(g(:, 4) == -1), &
+                    'iallreduce of columns by gcoll_waitall equals MPI_Allreduce')
+        call gcoll_iallreduce(a, g, 12, GCOLL_INT64, GCOLL_SUM, comm, r(1), st)
+        call posted(st, 'iallreduce of a 2-D array')
+        call gcoll_wait(r(1), st)
+        call ok(st, 'gcoll_wait of a 2-D iallreduce')
+        call expect(all(g == w), 'iallreduce of a 2-D array equals MPI_Allreduce')
+    end subroutine
+
+    !> Every persistent collective started 3 times on changing input, waited
+    !> in reverse order (gcoll_waitall the second time), against MPI's; then
+    !> freed.
+    subroutine test_persistent()
+        integer, parameter :: n = 1001
+        integer(c_int32_t), allocatable, target, asynchronous :: x(:), y(:), b(:), gr(:), gg(:), &
+            xs(:), gs(:), gt(:)
+        integer(c_int32_t), allocatable :: want(:)
+        type(gcoll_request_t) :: p(7)
+        integer :: st, k, i, step, root
+        character(len=8) :: s
+        root = nranks - 1
+        allocate (x(n), y(n), b(n), gr(n), gg(nranks * n), xs(nranks * n), gs(n), gt(nranks * n))
+        call gcoll_allreduce_init(x, y, n, GCOLL_INT32, GCOLL_SUM, comm, p(1), st)
+        call posted(st, 'allreduce_init')
+        call gcoll_bcast_init(b, n, GCOLL_INT32, root, comm, p(2), st)
+        call posted(st, 'bcast_init')
+        if (rank == 0) then
+            call gcoll_reduce_init(x, gr, n, GCOLL_INT32, GCOLL_PROD, 0, comm, p(3), st)
+        else
+            call gcoll_reduce_init(x, count=n, dtype=GCOLL_INT32, op=GCOLL_PROD, root=0, comm=comm, &
+                                   request=p(3), ierr=st)
+        end if
+        call posted(st, 'reduce_init')
+        call gcoll_allgather_init(x, gg, n, GCOLL_INT32, comm, p(4), st)
+        call posted(st, 'allgather_init')
+        call gcoll_reduce_scatter_init(xs, gs, n, GCOLL_INT32, GCOLL_MAX, comm, p(5), st)
+        call posted(st, 'reduce_scatter_init')
+        call gcoll_alltoall_init(xs, gt, n, GCOLL_INT32, comm, p(6), st)
+        call posted(st, 'alltoall_init')
+        call gcoll_barrier_init(comm, p(7), st)
+        call posted(st, 'barrier_init')
+        do step = 1, 3
+            write (s, '(a,i0)') ' step ', step
+            x = [(int(value(i, rank, step), c_int32_t), i = 0, n - 1)]
+            xs = [(int(value(i, rank, 10 + step), c_int32_t), i = 0, nranks * n - 1)]
+            b = merge(x + 1, -99 + 0 * x, rank == root)
+            do k = 1, size(p)
+                call gcoll_start(p(k), st)
+                call posted(st, 'gcoll_start'//trim(s))
+            end do
+            if (step == 2) then
+                call gcoll_waitall(size(p), p, st)
+                call ok(st, 'gcoll_waitall of persistent requests')
+                if (st == GCOLL_SUCCESS) gcalls = gcalls + size(p) - 1
+            else
+                do k = size(p), 1, -1
+                    call gcoll_wait(p(k), st)
+                    call ok(st, 'gcoll_wait of a persistent request'//trim(s))
+                end do
+            end if
+            call expect(all(p /= GCOLL_REQUEST_NULL), 'persistent requests stay valid'//trim(s))
+            allocate (want(n))
+            call MPI_Allreduce(x, want, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+            call expect(all(y == want), 'persistent allreduce'//trim(s))
+            call MPI_Reduce(x, want, n, MPI_INTEGER, MPI_PROD, 0, MPI_COMM_WORLD)
+            if (rank == 0) call expect(all(gr == want), 'persistent reduce'//trim(s))
+            call MPI_Reduce_scatter_block(xs, want, n, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD)
+            call expect(all(gs == want), 'persistent reduce_scatter'//trim(s))
+            want = merge(x + 1, -99 + 0 * x, rank == root)
+            call MPI_Bcast(want, n, MPI_INTEGER, root, MPI_COMM_WORLD)
+            call expect(all(b == want), 'persistent bcast'//trim(s))
+            deallocate (want)
+            allocate (want(nranks * n))
+            call MPI_Allgather(x, n, MPI_INTEGER, want, n, MPI_INTEGER, MPI_COMM_WORLD)
+            call expect(all(gg == want), 'persistent allgather'//trim(s))
+            call MPI_Alltoall(xs, n, MPI_INTEGER, want, n, MPI_INTEGER, MPI_COMM_WORLD)
+            call expect(all(gt == want), 'persistent alltoall'//trim(s))
+            deallocate (want)
+        end do
+        do k = 1, size(p)
+            call gcoll_request_free(p(k), st)
+            call expect(st == GCOLL_SUCCESS .and. p(k) == GCOLL_REQUEST_NULL, 'gcoll_request_free')
+        end do
+        call gcoll_start(p(1), st)
+        call invalid(st, 'gcoll_start of a freed (null) request')
+    end subroutine
+
+    !> Each must return GCOLL_ERR_INVALID_ARG with a sentence and leave the
+    !> request null; scalars are buffers too; the communicator still works.
+    subroutine test_nonblocking_bad_input()
+        real(c_float), target, asynchronous :: x(8), y(8)
+        integer(c_int32_t), target, asynchronous :: one, tot
+        type(gcoll_request_t) :: r, rs(1)
+        integer :: st, st2
+        x = 1
+        call gcoll_iallreduce(x, y, -1, GCOLL_FLOAT32, GCOLL_SUM, comm, r, st)
+        call invalid(st, 'iallreduce count = -1')
+        call expect(r == GCOLL_REQUEST_NULL, 'no request from a failed post')
+        call gcoll_ibcast(x, 8, GCOLL_FLOAT32, nranks, comm, r, st)
+        call invalid(st, 'ibcast root = size')
+        call gcoll_ireduce_scatter(x, y, 1_c_int64_t, 99, GCOLL_SUM, comm, r, st)
+        call invalid(st, 'ireduce_scatter dtype = 99')
+        call gcoll_iallreduce(x(1:8:2), y, 4, GCOLL_FLOAT32, GCOLL_SUM, comm, r, st)
+        call invalid(st, 'iallreduce of a non-contiguous sendbuf')
+        call expect(index(gcoll_last_error(), 'sendbuf is not contiguous') > 0, &
+                    'non-contiguous: the sentence names sendbuf: '//gcoll_last_error())
+        call gcoll_allgather_init(x, y(1:8:2), 1, GCOLL_FLOAT32, comm, r, st)
+        call invalid(st, 'allgather_init into a non-contiguous recvbuf')
+        call expect(r == GCOLL_REQUEST_NULL, 'no request from a non-contiguous buffer')
+        call gcoll_waitall(-1, rs, st)
+        call invalid(st, 'gcoll_waitall count = -1')
+        call gcoll_ibarrier(comm, r, st)
+        call posted(st, 'ibarrier')
+        call gcoll_start(r, st2)
+        call invalid(st2, 'gcoll_start of a non-persistent request')
+        call gcoll_wait(r, st)
+        call ok(st, 'gcoll_wait of the ibarrier')
+        one = int(rank + 1, c_int32_t)
+        tot = -1
+        call gcoll_iallreduce(one, tot, 1, GCOLL_INT32, GCOLL_SUM, comm, r, st)
+        call posted(st, 'iallreduce of a scalar')
+        call gcoll_wait(r, st)
+        call ok(st, 'gcoll_wait of the scalar iallreduce')
+        call expect(tot == nranks * (nranks + 1) / 2, 'iallreduce of a scalar: result')
     end subroutine
 
     ! ---------------------------------------------- constants, counters --

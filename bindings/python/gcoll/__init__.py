@@ -25,6 +25,36 @@ A ``Compressor`` (gradient compression between nodes, float32 only) is
 collective to create; closing it only frees local memory, so it may also be
 left to the garbage collector.
 
+Nonblocking and persistent collectives (gcoll.h, "Nonblocking and
+persistent collectives"): ``comm.iallreduce(x)``, ``ibcast``, ``ireduce``,
+``iallgather``, ``ireduce_scatter``, ``ialltoall``, ``ibarrier`` and
+``Compressor.iallreduce`` take the blocking method's arguments and return a
+``gcoll.Request`` at once; its ``wait()`` returns what the blocking method
+returns (the array it allocated, if any), ``test()`` says whether it is
+done, and ``with`` waits at the end of the block::
+
+    req = comm.iallreduce(grad)          # grad belongs to libgcoll until done
+    compute()                            # overlapped (GCOLL_PROGRESS=thread)
+    grad = req.wait()
+    with comm.iallgather(x) as req:      # exit waits
+        compute()
+    everything = req.wait()              # done already: returns the result
+
+``comm.allreduce_init(x)`` (and ``bcast_init``, ``reduce_init``,
+``allgather_init``, ``reduce_scatter_init``, ``alltoall_init``,
+``barrier_init``) make a persistent request: ``start()`` it, ``wait()`` it,
+as often as needed, then ``free()`` it (or leave the ``with`` block).  As in
+MPI, collectives of one communicator, blocking ones included, must be
+posted in the same order on every rank; they may be waited in any order.
+
+A request holds references to its arrays until it completes, so they cannot
+be freed under libgcoll.  A request dropped while active (garbage collected
+before wait() or test() said it was done) is waited for by its ``__del__``,
+with a ``ResourceWarning``: the drop blocks until the collective completes,
+which needs the other ranks to post it too, so wait explicitly.  Closing a
+``Comm`` (or ``Compressor``) first waits for its requests and frees its
+persistent ones, which libgcoll would otherwise refuse to destroy it with.
+
 The library is ``$GCOLL_LIBRARY`` when set, else the libgcoll this package
 was installed with, else ``libgcoll.so.0`` on the loader's path.  It must
 use the same MPI library as mpi4py.  A libgcoll error raises ``gcoll.Error``
@@ -35,12 +65,13 @@ import ctypes
 import enum
 import os
 import warnings
+import weakref
 
 import numpy as np
 from mpi4py import MPI
 
-__all__ = ["Comm", "Compress", "Compressor", "Error", "SUM", "PROD", "MIN", "MAX", "AVG",
-           "library_path"]
+__all__ = ["Comm", "Compress", "Compressor", "Error", "Request", "SUM", "PROD", "MIN", "MAX",
+           "AVG", "library_path", "waitall"]
 
 SUM, PROD, MIN, MAX, AVG = range(5)
 _OPS = {"sum": SUM, "prod": PROD, "min": MIN, "max": MAX, "avg": AVG}
@@ -125,11 +156,34 @@ def _load():
         "gcoll_allreduce_compressed": (st, [vp, vp, sz, i, i, vp]),
         "gcoll_compress_name": (ctypes.c_char_p, [i]),
         "gcoll_last_error": (ctypes.c_char_p, []),
+        "gcoll_start": (st, [vp]),
+        "gcoll_test": (st, [ctypes.POINTER(vp), ctypes.POINTER(i)]),
+        "gcoll_wait": (st, [ctypes.POINTER(vp)]),
+        "gcoll_waitall": (st, [sz, ctypes.POINTER(vp)]),
+        "gcoll_request_free": (st, [ctypes.POINTER(vp)]),
+        "gcoll_iallreduce_compressed": (st, [vp, vp, sz, i, i, vp, ctypes.POINTER(vp)]),
     }
+    # The nonblocking (i...) and persistent (..._init) forms take the
+    # blocking one's arguments plus a gcoll_request_t * at the end.
+    for coll in ["allreduce", "bcast", "reduce", "allgather", "reduce_scatter", "alltoall",
+                 "barrier"]:
+        res, args = sigs["gcoll_" + coll]
+        sigs["gcoll_i" + coll] = sigs["gcoll_" + coll + "_init"] = \
+            (res, args + [ctypes.POINTER(vp)])
     for name, (res, args) in sigs.items():
-        fn = getattr(lib, name)
+        fn = getattr(lib, name, None)
+        if fn is None and name in _OPTIONAL:
+            continue    # the method that needs it raises GCOLL_ERR_NOT_SUPPORTED
+        if fn is None:
+            fn = getattr(lib, name)   # AttributeError naming the missing symbol
         fn.restype, fn.argtypes = res, args
     return lib, comm_t
+
+
+# Symbols a libgcoll may lack without the whole binding failing to load:
+# gcoll.h declares gcoll_iallreduce_compressed, but a libgcoll may not define
+# it (yet); only Compressor.iallreduce needs it.
+_OPTIONAL = {"gcoll_iallreduce_compressed"}
 
 
 _lib = None
@@ -217,15 +271,176 @@ def _size(value, what):
     return int(value)
 
 
+class _Call:
+    """One collective as checked here: its C arguments up to the
+    communicator (or compressor) handle, the objects whose memory those
+    arguments point into (a Request holds them), and what the call returns."""
+    __slots__ = ("args", "keep", "result")
+
+    def __init__(self, args, keep, result):
+        self.args, self.keep, self.result = args, keep, result
+
+
+def _post(name, call, handle, owners, persistent):
+    """Post (or, persistent, build) gcoll_<name>; the Request it returns."""
+    h = ctypes.c_void_p()
+    _check(getattr(_libgcoll(), "gcoll_" + name)(*call.args, handle, ctypes.byref(h)))
+    return Request(h, owners, call.keep, call.result, persistent)
+
+
+class Request:
+    """A nonblocking collective in flight, or a persistent one (gcoll_request_t).
+
+    Made by ``Comm.i...()`` / ``Compressor.iallreduce()`` (active at once) or
+    ``Comm...._init()`` (persistent, inactive until ``start()``).  While it
+    is active it holds its arrays, its ``Comm`` and its ``Compressor``, so
+    none can be freed under libgcoll; a non-persistent one lets go of them
+    when it completes, a persistent one when freed.  ``with`` waits at exit
+    (and frees a persistent one).  A request dropped while active is waited
+    for by the garbage collector, with a ``ResourceWarning`` (see the module
+    text): wait explicitly.  A failed collective raises ``gcoll.Error`` from
+    the ``wait()`` or ``test()`` that completes it, once."""
+
+    def __init__(self, handle, owners, keep, result, persistent):
+        self._h = handle            # libgcoll sets it to NULL when it frees the request
+        self._owners = owners       # a Comm (and Compressor): their close() completes us
+        self._keep = keep
+        self._result = result
+        self.persistent = persistent
+        self._active = not persistent
+        for o in owners:
+            o._requests.add(self)
+
+    @property
+    def active(self):
+        """Posted or started, and not yet completed by wait() or test()."""
+        return self._active
+
+    def start(self):
+        """Start a persistent request (inactive: new or completed).  Returns it."""
+        self._refuse_active("gcoll_start")
+        _check(_libgcoll().gcoll_start(self._h))
+        self._active = True
+        return self
+
+    def test(self):
+        """Advance the outstanding requests once; True when this one is done
+        (then as wait(): its arrays are released, a failure raises)."""
+        done = ctypes.c_int(0)
+        st = _libgcoll().gcoll_test(ctypes.byref(self._h), ctypes.byref(done))
+        if done.value:
+            self._completed()
+        _check(st)
+        return bool(done.value)
+
+    def wait(self):
+        """Block until done; return what the blocking call returns (the
+        result array, None for barrier and for reduce off the root).  At once
+        when already done, or inactive."""
+        st = _libgcoll().gcoll_wait(ctypes.byref(self._h))
+        self._completed()
+        _check(st)
+        return self._result
+
+    def free(self):
+        """Free an inactive persistent request and release its arrays (an
+        active one raises gcoll.Error: wait first).  Nothing to do for a
+        non-persistent one that completed: that one freed itself."""
+        self._refuse_active("gcoll_request_free")
+        _check(_libgcoll().gcoll_request_free(ctypes.byref(self._h)))
+        self._release()
+
+    def _refuse_active(self, fn):
+        # Active means "not yet waited", as in MPI.  libgcoll checks whether the
+        # operation itself still runs, so a started request that has finished
+        # but was not waited would pass there, its outcome lost; refusing it
+        # here makes the answer the same whatever the timing.
+        if self._active:
+            raise Error(1, f"{fn}: the request is active (wait for it first)")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.wait()
+        finally:
+            if self.persistent:
+                self.free()
+
+    def __del__(self):
+        if not getattr(self, "_h", None):
+            return      # freed (or never made)
+        if MPI is None or MPI.Is_finalized():
+            return      # process exit after MPI_Finalize: nothing can run any more
+        if self._active:
+            warnings.warn("gcoll.Request dropped while active: waiting for it here (call "
+                          "wait() instead)", ResourceWarning, stacklevel=2)
+        self._finalize()
+
+    def _finalize(self):
+        """Complete and free: for __del__ and the owners' close()."""
+        if self._active:
+            self.wait()
+        if self._h:     # persistent, inactive now
+            self.free()
+
+    def _completed(self):
+        self._active = False
+        if not self.persistent:
+            self._release()
+
+    def _release(self):
+        self._keep = None
+        for o in self._owners:
+            o._requests.discard(self)
+        self._owners = ()
+
+
+def waitall(requests):
+    """Wait for every request (gcoll_waitall: all complete even when one
+    fails; the first failure then raises gcoll.Error).  Returns the list of
+    what each wait() would return."""
+    reqs = list(requests)
+    if not all(isinstance(r, Request) for r in reqs):
+        raise TypeError("waitall takes gcoll.Request objects")
+    if len({id(r) for r in reqs}) != len(reqs):
+        # the first wait frees a non-persistent one: the second would be a stale handle
+        raise ValueError("waitall: the same request is listed twice")
+    handles = (ctypes.c_void_p * len(reqs))(*[r._h.value for r in reqs])
+    st = _libgcoll().gcoll_waitall(len(reqs), handles)
+    for r, h in zip(reqs, handles):
+        r._h = ctypes.c_void_p(h)    # NULL for the non-persistent ones, now freed
+        r._completed()
+    _check(st)
+    return [r._result for r in reqs]
+
+
 class _Handle:
     """A libgcoll handle (self._h) that close() frees through the C call
-    named _destroy, once; ``with`` closes it."""
+    named _destroy, once, after completing the requests that use it
+    (self._requests, weak: a dropped request finalizes itself); ``with``
+    closes it."""
     _destroy = None
 
     def close(self):
         if self._h:
+            self._complete_requests()
             h, self._h = self._h, None
             _check(getattr(_libgcoll(), self._destroy)(h))
+
+    def _complete_requests(self):
+        """Wait for the active requests and free the persistent ones: libgcoll
+        refuses to destroy a communicator that has any (they point into it).
+        Every one is completed even when one fails; the first failure raises."""
+        first = None
+        for r in list(self._requests):
+            try:
+                r._finalize()
+            except Error as e:
+                first = first or e
+        if first is not None:
+            raise first
 
     def __enter__(self):
         return self
@@ -238,6 +453,7 @@ class Comm(_Handle):
     """libgcoll's communicator over an mpi4py communicator (collective)."""
 
     def __init__(self, mpi_comm=MPI.COMM_WORLD):
+        self._requests = weakref.WeakSet()   # outstanding and persistent requests
         lib = _libgcoll()
         comm_t = _lib[1]
         self._h = ctypes.c_void_p()
@@ -297,68 +513,150 @@ class Comm(_Handle):
         return int(root)
 
     # -- collectives --------------------------------------------------------
+    # Each collective is described once, by a _coll_* method that checks the
+    # arguments and returns a _Call; the blocking method runs it, the i...
+    # method posts it (a Request), the ..._init method makes it persistent.
+    def _coll_allreduce(self, sendbuf, recvbuf, op):
+        op = _op(op)
+        if recvbuf is None:
+            b = _Buf(sendbuf, "sendbuf (reduced in place)", True)
+            return _Call((b.ptr, b.ptr, b.size, b.gdtype, op), (sendbuf,), sendbuf)
+        s = _Buf(sendbuf, "sendbuf", False)
+        r, recvbuf = self._recv(s, recvbuf, s.size)
+        return _Call((s.ptr, r.ptr, s.size, s.gdtype, op), (sendbuf, recvbuf), recvbuf)
+
+    def _coll_bcast(self, buf, root):
+        b = _Buf(buf, "buf", True)
+        return _Call((b.ptr, b.size, b.gdtype, self._root(root)), (buf,), buf)
+
+    def _coll_reduce(self, sendbuf, recvbuf, op, root):
+        op, root = _op(op), self._root(root)
+        if self.rank == root and recvbuf is None:
+            b = _Buf(sendbuf, "sendbuf (reduced in place on the root)", True)
+            return _Call((b.ptr, b.ptr, b.size, b.gdtype, op, root), (sendbuf,), sendbuf)
+        s = _Buf(sendbuf, "sendbuf", False)
+        if self.rank != root:     # recvbuf is the root's only
+            return _Call((s.ptr, None, s.size, s.gdtype, op, root), (sendbuf,), None)
+        r, recvbuf = self._recv(s, recvbuf, s.size)
+        return _Call((s.ptr, r.ptr, s.size, s.gdtype, op, root), (sendbuf, recvbuf), recvbuf)
+
+    def _coll_allgather(self, sendbuf, recvbuf):
+        s = _Buf(sendbuf, "sendbuf", False)
+        r, recvbuf = self._recv(s, recvbuf, s.size * self.size)
+        return _Call((s.ptr, r.ptr, s.size, s.gdtype), (sendbuf, recvbuf), recvbuf)
+
+    def _coll_reduce_scatter(self, sendbuf, recvbuf, op):
+        op, s = _op(op), _Buf(sendbuf, "sendbuf", False)
+        n = self._block(s)
+        r, recvbuf = self._recv(s, recvbuf, n)
+        return _Call((s.ptr, r.ptr, n, s.gdtype, op), (sendbuf, recvbuf), recvbuf)
+
+    def _coll_alltoall(self, sendbuf, recvbuf):
+        s = _Buf(sendbuf, "sendbuf", False)
+        n = self._block(s)
+        r, recvbuf = self._recv(s, recvbuf, s.size)
+        return _Call((s.ptr, r.ptr, n, s.gdtype), (sendbuf, recvbuf), recvbuf)
+
+    def _run(self, name, call):
+        _check(getattr(_libgcoll(), "gcoll_" + name)(*call.args, self._handle()))
+        return call.result
+
+    def _post(self, name, call, persistent=False):
+        return _post(name, call, self._handle(), (self,), persistent)
+
     def allreduce(self, sendbuf, recvbuf=None, op=SUM):
         """recvbuf = op over ranks of sendbuf; in place on sendbuf when
         recvbuf is None.  Returns the result array."""
-        h, op = self._handle(), _op(op)
-        if recvbuf is None:
-            b = _Buf(sendbuf, "sendbuf (reduced in place)", True)
-            _check(_libgcoll().gcoll_allreduce(b.ptr, b.ptr, b.size, b.gdtype, op, h))
-            return sendbuf
-        s = _Buf(sendbuf, "sendbuf", False)
-        r, recvbuf = self._recv(s, recvbuf, s.size)
-        _check(_libgcoll().gcoll_allreduce(s.ptr, r.ptr, s.size, s.gdtype, op, h))
-        return recvbuf
+        return self._run("allreduce", self._coll_allreduce(sendbuf, recvbuf, op))
 
     def bcast(self, buf, root=0):
         """buf on root to buf on every rank.  Returns buf."""
-        h, b = self._handle(), _Buf(buf, "buf", True)
-        _check(_libgcoll().gcoll_bcast(b.ptr, b.size, b.gdtype, self._root(root), h))
-        return buf
+        return self._run("bcast", self._coll_bcast(buf, root))
 
     def reduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
         """op over ranks of sendbuf into recvbuf on root (in place on
         sendbuf when recvbuf is None); returns it on root, None elsewhere."""
-        h, op, root = self._handle(), _op(op), self._root(root)
-        if self.rank == root and recvbuf is None:
-            b = _Buf(sendbuf, "sendbuf (reduced in place on the root)", True)
-            _check(_libgcoll().gcoll_reduce(b.ptr, b.ptr, b.size, b.gdtype, op, root, h))
-            return sendbuf
-        s = _Buf(sendbuf, "sendbuf", False)
-        r = self._recv(s, recvbuf, s.size)[0] if self.rank == root else None
-        _check(_libgcoll().gcoll_reduce(s.ptr, r.ptr if r else None, s.size, s.gdtype, op,
-                                        root, h))
-        return recvbuf if self.rank == root else None
+        return self._run("reduce", self._coll_reduce(sendbuf, recvbuf, op, root))
 
     def allgather(self, sendbuf, recvbuf=None):
         """Every rank's sendbuf, in rank order, in recvbuf (size x sendbuf's
         elements; allocated when None).  Returns recvbuf."""
-        h, s = self._handle(), _Buf(sendbuf, "sendbuf", False)
-        r, recvbuf = self._recv(s, recvbuf, s.size * self.size)
-        _check(_libgcoll().gcoll_allgather(s.ptr, r.ptr, s.size, s.gdtype, h))
-        return recvbuf
+        return self._run("allgather", self._coll_allgather(sendbuf, recvbuf))
 
     def reduce_scatter(self, sendbuf, recvbuf=None, op=SUM):
         """Block `rank` of op over ranks of sendbuf (size equal blocks) in
         recvbuf (allocated when None).  Returns recvbuf."""
-        h, op, s = self._handle(), _op(op), _Buf(sendbuf, "sendbuf", False)
-        n = self._block(s)
-        r, recvbuf = self._recv(s, recvbuf, n)
-        _check(_libgcoll().gcoll_reduce_scatter(s.ptr, r.ptr, n, s.gdtype, op, h))
-        return recvbuf
+        return self._run("reduce_scatter", self._coll_reduce_scatter(sendbuf, recvbuf, op))
 
     def alltoall(self, sendbuf, recvbuf=None):
         """Block j of sendbuf to rank j; block i of recvbuf from rank i
         (size equal blocks; recvbuf allocated when None).  Returns recvbuf."""
-        h, s = self._handle(), _Buf(sendbuf, "sendbuf", False)
-        n = self._block(s)
-        r, recvbuf = self._recv(s, recvbuf, s.size)
-        _check(_libgcoll().gcoll_alltoall(s.ptr, r.ptr, n, s.gdtype, h))
-        return recvbuf
+        return self._run("alltoall", self._coll_alltoall(sendbuf, recvbuf))
 
     def barrier(self):
         """Return once every rank has entered."""
-        _check(_libgcoll().gcoll_barrier(self._handle()))
+        self._run("barrier", _Call((), (), None))
+
+    # -- nonblocking: a Request whose wait() returns what the blocking
+    # method returns; the arrays belong to libgcoll until it completes -----
+    def iallreduce(self, sendbuf, recvbuf=None, op=SUM):
+        """Nonblocking allreduce()."""
+        return self._post("iallreduce", self._coll_allreduce(sendbuf, recvbuf, op))
+
+    def ibcast(self, buf, root=0):
+        """Nonblocking bcast()."""
+        return self._post("ibcast", self._coll_bcast(buf, root))
+
+    def ireduce(self, sendbuf, recvbuf=None, op=SUM, root=0):
+        """Nonblocking reduce(): wait() returns the result on root, None elsewhere."""
+        return self._post("ireduce", self._coll_reduce(sendbuf, recvbuf, op, root))
+
+    def iallgather(self, sendbuf, recvbuf=None):
+        """Nonblocking allgather()."""
+        return self._post("iallgather", self._coll_allgather(sendbuf, recvbuf))
+
+    def ireduce_scatter(self, sendbuf, recvbuf=None, op=SUM):
+        """Nonblocking reduce_scatter()."""
+        return self._post("ireduce_scatter", self._coll_reduce_scatter(sendbuf, recvbuf, op))
+
+    def ialltoall(self, sendbuf, recvbuf=None):
+        """Nonblocking alltoall()."""
+        return self._post("ialltoall", self._coll_alltoall(sendbuf, recvbuf))
+
+    def ibarrier(self):
+        """Nonblocking barrier(): done once every rank has entered it."""
+        return self._post("ibarrier", _Call((), (), None))
+
+    # -- persistent: an inactive Request to start() and wait() any number of
+    # times on the same arrays (an allocated recvbuf is reused), then free() --
+    def allreduce_init(self, sendbuf, recvbuf=None, op=SUM):
+        """Persistent allreduce()."""
+        return self._post("allreduce_init", self._coll_allreduce(sendbuf, recvbuf, op), True)
+
+    def bcast_init(self, buf, root=0):
+        """Persistent bcast()."""
+        return self._post("bcast_init", self._coll_bcast(buf, root), True)
+
+    def reduce_init(self, sendbuf, recvbuf=None, op=SUM, root=0):
+        """Persistent reduce()."""
+        return self._post("reduce_init", self._coll_reduce(sendbuf, recvbuf, op, root), True)
+
+    def allgather_init(self, sendbuf, recvbuf=None):
+        """Persistent allgather()."""
+        return self._post("allgather_init", self._coll_allgather(sendbuf, recvbuf), True)
+
+    def reduce_scatter_init(self, sendbuf, recvbuf=None, op=SUM):
+        """Persistent reduce_scatter()."""
+        return self._post("reduce_scatter_init",
+                          self._coll_reduce_scatter(sendbuf, recvbuf, op), True)
+
+    def alltoall_init(self, sendbuf, recvbuf=None):
+        """Persistent alltoall()."""
+        return self._post("alltoall_init", self._coll_alltoall(sendbuf, recvbuf), True)
+
+    def barrier_init(self):
+        """Persistent barrier()."""
+        return self._post("barrier_init", _Call((), (), None), True)
 
 
 class Compressor(_Handle):
@@ -382,6 +680,7 @@ class Compressor(_Handle):
         self.count, self.kind = _size(count, "count"), _kind(kind)
         params = _CompressParams(self.kind, float(topk_ratio),
                                  _size(onebit_block, "onebit_block"), 0 if error_feedback else 1)
+        self._requests = weakref.WeakSet()   # iallreduce requests not yet waited
         self._h = ctypes.c_void_p()
         _check(_libgcoll().gcoll_compressor_create(comm._handle(), self.count,
                                                    ctypes.byref(params), ctypes.byref(self._h)))
@@ -410,12 +709,8 @@ class Compressor(_Handle):
         """Zero the error-feedback residuals (local, not collective)."""
         _check(_libgcoll().gcoll_compressor_reset(self._handle()))
 
-    def allreduce(self, sendbuf, recvbuf=None, op=SUM):
-        """recvbuf = sum (SUM) or mean (AVG) over ranks of sendbuf, float32 of
-        ``count`` elements; in place on sendbuf when recvbuf is None or
-        sendbuf itself.  Returns the result array.  Every rank ends with the
-        same bits."""
-        h, op = self._handle(), _op(op)
+    def _coll_allreduce(self, sendbuf, recvbuf, op):
+        op = _op(op)
         in_place = recvbuf is None or recvbuf is sendbuf
         s = _Buf(sendbuf, "sendbuf (reduced in place)" if in_place else "sendbuf", in_place)
         if s.dtype != np.float32:
@@ -425,5 +720,24 @@ class Compressor(_Handle):
             raise ValueError(f"sendbuf has {s.size} elements, the compressor was made for "
                              f"{self.count}")
         r, recvbuf = (s, sendbuf) if in_place else self._comm._recv(s, recvbuf, self.count)
-        _check(_libgcoll().gcoll_allreduce_compressed(s.ptr, r.ptr, s.size, s.gdtype, op, h))
-        return recvbuf
+        return _Call((s.ptr, r.ptr, s.size, s.gdtype, op), (sendbuf, recvbuf), recvbuf)
+
+    def allreduce(self, sendbuf, recvbuf=None, op=SUM):
+        """recvbuf = sum (SUM) or mean (AVG) over ranks of sendbuf, float32 of
+        ``count`` elements; in place on sendbuf when recvbuf is None or
+        sendbuf itself.  Returns the result array.  Every rank ends with the
+        same bits."""
+        call = self._coll_allreduce(sendbuf, recvbuf, op)
+        _check(_libgcoll().gcoll_allreduce_compressed(*call.args, self._handle()))
+        return call.result
+
+    def iallreduce(self, sendbuf, recvbuf=None, op=SUM):
+        """Nonblocking allreduce(): a Request whose wait() returns the result.
+        libgcoll runs it when posted (after the communicator's earlier
+        requests), so it is complete at once: no overlap yet.  Raises
+        gcoll.Error (GCOLL_ERR_NOT_SUPPORTED) with a libgcoll that does not
+        export gcoll_iallreduce_compressed."""
+        call = self._coll_allreduce(sendbuf, recvbuf, op)
+        if not hasattr(_libgcoll(), "gcoll_iallreduce_compressed"):
+            raise Error(3, f"{library_path()} does not export gcoll_iallreduce_compressed")
+        return _post("iallreduce_compressed", call, self._handle(), (self._comm, self), False)

@@ -1,0 +1,50 @@
+/* gcoll_bench_iallreduce: OSU-style overlap of gcoll_iallreduce (sum) with
+ * computation, against MPI_Iallreduce (osu_iallreduce).  Data and checks as
+ * gcoll_bench_allreduce: rank r's element j is a(r) + b(j), so every output
+ * element is sum_r a(r) + n*b(j), computed in closed form for -c. */
+#include "bench.h"
+
+static void buf_elems(size_t count, int nranks, size_t *send, size_t *recv)
+{
+    (void)nranks;
+    *send = *recv = count;
+}
+
+static gcoll_status_t post_gcoll(const gcoll_bench_args_t *a, gcoll_request_t *req)
+{
+    return gcoll_iallreduce(a->send, a->recv, a->count, a->dtype, GCOLL_SUM, a->gcomm, req);
+}
+
+static int post_mpi(const gcoll_bench_args_t *a, MPI_Request *req)
+{
+    return MPI_Iallreduce(a->send, a->recv, (int)a->count, a->mpi_dtype, MPI_SUM, a->mcomm, req);
+}
+
+static int64_t input(const gcoll_bench_args_t *a, unsigned salt, size_t j)
+{
+    return gcoll_bench_red_a(a->rank, salt, a->dtype) + gcoll_bench_red_b(j, a->dtype);
+}
+
+static size_t out_elems(const gcoll_bench_args_t *a)
+{
+    return a->count;
+}
+
+static int64_t output(const gcoll_bench_args_t *a, unsigned salt, size_t i)
+{
+    return gcoll_bench_red_sum(a->size, salt, i, a->dtype);
+}
+
+static const gcoll_bench_coll_t iallreduce = {
+    .name = "iallreduce", .title = "Non-blocking Allreduce", .algo_key = "allreduce",
+    .reduces = 1, .has_size = 1,
+    .buf_elems = buf_elems, .algbw_bytes = gcoll_bench_bytes_count,
+    .busbw_factor = gcoll_bench_factor_allreduce,
+    .post_gcoll = post_gcoll, .post_mpi = post_mpi,
+    .input = input, .out_elems = out_elems, .output = output,
+};
+
+int main(int argc, char **argv)
+{
+    return gcoll_bench_main(argc, argv, &iallreduce);
+}

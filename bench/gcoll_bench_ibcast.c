@@ -1,0 +1,45 @@
+/* gcoll_bench_ibcast: OSU-style overlap of gcoll_ibcast with computation,
+ * against MPI_Ibcast (osu_ibcast).  Data and checks as gcoll_bench_bcast:
+ * the root's buffer holds values tied to the root and the index; the other
+ * ranks start from the sentinel, so an element never delivered is caught. */
+#include "bench.h"
+
+static void buf_elems(size_t count, int nranks, size_t *send, size_t *recv)
+{
+    (void)nranks;
+    *send = 0, *recv = count;
+}
+
+static gcoll_status_t post_gcoll(const gcoll_bench_args_t *a, gcoll_request_t *req)
+{
+    return gcoll_ibcast(a->recv, a->count, a->dtype, a->root, a->gcomm, req);
+}
+
+static int post_mpi(const gcoll_bench_args_t *a, MPI_Request *req)
+{
+    return MPI_Ibcast(a->recv, (int)a->count, a->mpi_dtype, a->root, a->mcomm, req);
+}
+
+static int64_t value(const gcoll_bench_args_t *a, unsigned salt, size_t i)
+{
+    return gcoll_bench_move_val(a->root, 0, i, salt);
+}
+
+static size_t out_elems(const gcoll_bench_args_t *a)
+{
+    return a->count;
+}
+
+static const gcoll_bench_coll_t ibcast = {
+    .name = "ibcast", .title = "Non-blocking Broadcast", .algo_key = "bcast",
+    .has_root = 1, .has_size = 1, .input_in_recv = 1,
+    .buf_elems = buf_elems, .algbw_bytes = gcoll_bench_bytes_count,
+    .busbw_factor = gcoll_bench_factor_one,
+    .post_gcoll = post_gcoll, .post_mpi = post_mpi,
+    .input = value, .out_elems = out_elems, .output = value,
+};
+
+int main(int argc, char **argv)
+{
+    return gcoll_bench_main(argc, argv, &ibcast);
+}
