@@ -441,23 +441,25 @@ static void shm_body(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     }
 }
 
-/* One phase per call at most: a progress pass holds the engine's lock, and
- * a whole 64 MiB allreduce would keep a post waiting for milliseconds. */
+/* A few phases per call at most: a progress pass holds the engine's lock,
+ * and a whole 64 MiB allreduce would keep a post waiting for milliseconds;
+ * small collectives (two phases) still finish in one call. */
+#define SHM_PHASES_PER_CALL 2
+
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     *done = 0;
-    if (o->waiting) {
-        if (!gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
-        o->waiting = 0;
-        o->t++;
-    }
-    if (o->form != SHM_FORM_NONE) {
-        shm_body(shm, o);
-        if (o->t != o->last) {
-            gcoll_shm_signal(shm);
-            o->waiting = 1;
-            return GCOLL_SUCCESS;
+    for (int phases = 0;; phases++) {
+        if (o->waiting) {
+            if (phases >= SHM_PHASES_PER_CALL || !gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
+            o->waiting = 0;
+            o->t++;
         }
+        if (o->form == SHM_FORM_NONE) break;
+        shm_body(shm, o);
+        if (o->t == o->last) break;
+        gcoll_shm_signal(shm);
+        o->waiting = 1;
     }
     *done = 1;
     return GCOLL_SUCCESS;
