@@ -78,4 +78,13 @@ gcoll_status_t gcoll_sim_run_algo(gcoll_sim_t *sim, const gcoll_algo_t *algo,
                                   gcoll_op_t op, const void *const *sendbufs,
                                   void *const *recvbufs);
 
+/* nreq requests outstanding on every rank at once, interleaved as the
+ * progress engine runs them: scheds[k * nranks + r] is request k of rank r
+ * (likewise sendbufs, recvbufs and sim->send_bytes / recv_bytes), each
+ * request's messages kept apart as the engine's tags keep them.  Results
+ * are exact; sim->time is optimistic (requests do not share links);
+ * bytes_sent / bytes_inter, if given, are summed per rank (zero them). */
+gcoll_status_t gcoll_sim_run_multi(gcoll_sim_t *sim, int nreq, gcoll_sched_t *const *scheds,
+                                   const void *const *sendbufs, void *const *recvbufs);
+
 #endif
