@@ -44,6 +44,11 @@ struct gcoll_comm {
     uint64_t              logged[GCOLL_COLL_COUNT];
     uint8_t               warned_fallback[GCOLL_COLL_COUNT]; /* WARN once per collective */
     const struct gcoll_tune_table *tune;  /* table in force: shared, immutable (select.c) */
+    struct {                              /* the last decision per collective (select.c) */
+        size_t              bytes;        /* SIZE_MAX: none yet */
+        const void         *row;          /* its gcoll_tune_row_t, or NULL */
+        const gcoll_algo_t *algo;
+    } last_select[GCOLL_COLL_COUNT];
 
     gcoll_stats_t         stats;
 

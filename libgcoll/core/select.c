@@ -13,6 +13,7 @@
  * then continues with the next matching row whose algorithm differs.  Every
  * rank sees the same communicator facts and the same table, so all ranks
  * choose alike. */
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,7 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
 {
     memset(comm->forced, 0, sizeof(comm->forced));
     memset(comm->logged, 0, sizeof(comm->logged));
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     gcoll_status_t st = parse_forced(comm, gcoll_config.algo);
     if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->tune);
     int bad = st != GCOLL_SUCCESS, any_bad = 0;
@@ -294,8 +296,16 @@ static void apply_row(gcoll_coll_args_t *args, const gcoll_tune_row_t *row)
     args->radix       = row ? row->radix : 0;
 }
 
+/* The table is immutable and everything in the key but the size is the
+ * communicator's, so the last decision per collective is kept: a loop of
+ * same-size calls (every training step) skips the table walk. */
 const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args)
 {
+    size_t bytes = args->count * args->dt_size;
+    if (!comm->forced[args->coll] && comm->last_select[args->coll].bytes == bytes) {
+        apply_row(args, comm->last_select[args->coll].row);
+        return comm->last_select[args->coll].algo;
+    }
     gcoll_tune_key_t k;
     call_key(comm, args, &k);
     const gcoll_algo_t *a = comm->forced[args->coll];
@@ -304,6 +314,9 @@ const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args)
         row = gcoll_tune_match(comm->tune, 0, &k);
         a   = row ? row->algo : any_algo(args->coll, NULL);
         apply_row(args, row);
+        comm->last_select[args->coll].bytes = bytes;
+        comm->last_select[args->coll].row   = row;
+        comm->last_select[args->coll].algo  = a;
     }
     log_decision(comm, &k, a, row, "");
     return a;
