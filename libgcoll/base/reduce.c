@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host reduction kernels: one loop per dtype x op, chosen through a table.
  *
  * This is the inner loop of every host allreduce, so it must run near memory
@@ -32,7 +33,9 @@ typedef void (*avg_fn_t)(void *buf, size_t n, int divisor);
 /* Wider-vector clones, where the toolchain can make them (ifunc needs ELF
  * and glibc; clang spells the feature differently, so gcc only). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
-    defined(__linux__)
+    defined(__linux__) && !defined(__SANITIZE_THREAD__)
+/* (not under ThreadSanitizer: it instruments the ifunc resolvers, which then
+ * call into it before the loader has bound its symbols) */
 #define WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define WIDE

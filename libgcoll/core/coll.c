@@ -75,7 +75,8 @@ static gcoll_status_t check_signature(gcoll_comm_t comm, const call_t *k)
                                                                  : 0 };
     long long r[2 * NFIELDS];
     for (int i = 0; i < NFIELDS; i++) v[NFIELDS + i] = -v[i];
-    MPI_Allreduce(v, r, 2 * NFIELDS, MPI_LONG_LONG, MPI_MIN, comm->mpi_comm);
+    if (MPI_Allreduce(v, r, 2 * NFIELDS, MPI_LONG_LONG, MPI_MIN, comm->mpi_comm) != MPI_SUCCESS)
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "%s: GCOLL_CHECK's MPI_Allreduce failed", k->fn);
     for (int i = 0; i < NFIELDS; i++)
         if (r[i] != -r[NFIELDS + i])
             return GCOLL_ERROR(GCOLL_ERR_MISMATCH,
@@ -178,6 +179,7 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
     GCOLL_TRY(gcoll_request_get(comm, &r));
     r->call = *k;
     gcoll_status_t st = prepare_host(comm, r);
+    if (st != GCOLL_SUCCESS) comm->seq++;   /* keep later calls' tags in step with the peers */
     if (st == GCOLL_SUCCESS) {
         gcoll_engine_lock();
         gcoll_exec_start(r);
@@ -384,6 +386,7 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
     r->eager = (uint8_t)eager(k, &sh);
     gcoll_status_t st = r->eager ? GCOLL_SUCCESS : prepare_host(comm, r);
     if (st != GCOLL_SUCCESS) {
+        comm->seq++;   /* keep later calls' tags in step with the peers */
         gcoll_request_put(r);
         return st;
     }

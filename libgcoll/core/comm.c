@@ -41,19 +41,24 @@ static gcoll_status_t topo_real_nodes(struct gcoll_comm *c, int *leader_of)
     return GCOLL_SUCCESS;
 }
 
+/* Ranks on node k, counted without memory (a failed allocation on one rank
+ * must not make it see another shape than its peers). */
+static int node_count(const struct gcoll_comm *c, int k)
+{
+    int n = 0;
+    for (int r = 0; r < c->size; r++) n += c->node_of[r] == k;
+    return n;
+}
+
 static void topo_shape(struct gcoll_comm *c)
 {
-    int *count = calloc((size_t)c->nnodes, sizeof(int));
     c->nodes_uniform = c->nodes_contiguous = 1;
-    for (int r = 0; r < c->size; r++) {
-        if (count) count[c->node_of[r]]++;
-        if (r && c->node_of[r] != c->node_of[r - 1] && c->node_of[r] != c->node_of[r - 1] + 1)
+    for (int r = 1; r < c->size; r++)
+        if (c->node_of[r] != c->node_of[r - 1] && c->node_of[r] != c->node_of[r - 1] + 1)
             c->nodes_contiguous = 0;
-        if (r && c->node_of[r] < c->node_of[r - 1]) c->nodes_contiguous = 0;
-    }
-    for (int k = 0; count && k < c->nnodes; k++)
-        if (count[k] != count[0]) c->nodes_uniform = 0;
-    free(count);
+    int first = node_count(c, 0);
+    for (int k = 1; k < c->nnodes && c->nodes_uniform; k++)
+        if (node_count(c, k) != first) c->nodes_uniform = 0;
 }
 
 /* The node's shared segment.  Every rank of the communicator must agree on

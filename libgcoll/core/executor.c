@@ -291,22 +291,21 @@ gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r)
     gcoll_exec_state_t *x = &r->x;
     char peers[256] = "";
     size_t len = 0;
-    for (size_t i = x->first_open; i < x->nreqs && len < sizeof(peers) - 16; i++)
+    for (size_t i = x->first_open; i < x->nreqs && len < sizeof(peers) - 32; i++)
         if (!x->reqs[i].done)
-            len += (size_t)snprintf(peers + len, sizeof(peers) - len, "%s%d", len ? ", " : "",
-                                    x->reqs[i].peer);
+            len += (size_t)snprintf(peers + len, sizeof(peers) - len, "%s%d",
+                                    len ? ", " : "rank(s) ", x->reqs[i].peer);
     if (x->in_node && c->shm) {
         char who[128];
         gcoll_shm_missing(c->shm, who, sizeof(who));
         snprintf(peers + len, sizeof(peers) - len, "%slocal rank(s) %s of its node",
-                 len ? ", " : "", who);
+                 len ? " and " : "", who);
     } else if (!len) {
         snprintf(peers, sizeof(peers), "an earlier request's shared-memory steps");
     }
     abandon(r);
-    return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
-                       "rank %d waited more than GCOLL_TIMEOUT=%g s for rank(s) %s", c->rank,
-                       gcoll_config.timeout, peers);
+    return GCOLL_ERROR(GCOLL_ERR_TIMEOUT, "rank %d waited more than GCOLL_TIMEOUT=%g s for %s",
+                       c->rank, gcoll_config.timeout, peers);
 }
 
 gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r)

@@ -27,10 +27,12 @@
 #define GCOLL_TL_MPI_BLOCK     ((size_t)1 << 30)
 
 typedef struct {
-    MPI_Comm comm;
-    int      size;
-    int      tag_mask;      /* largest 2^k-1 <= MPI_TAG_UB: same on every rank */
-    char     desc[96];
+    MPI_Comm     comm;
+    int          size;
+    int          tag_mask;  /* largest 2^k-1 <= MPI_TAG_UB: same on every rank */
+    MPI_Request *orphans;   /* abandoned sends, still pending (see cancel) */
+    int          norphans, orphans_cap;
+    char         desc[96];
 } gcoll_tl_mpi_ctx_t;
 
 /* What a request keeps in req->h. */
@@ -90,10 +92,30 @@ static gcoll_status_t gcoll_tl_mpi_init(struct gcoll_comm *comm, void **ctx)
     return GCOLL_SUCCESS;
 }
 
+/* Test the abandoned sends once; those that completed leave the list. */
+static void gcoll_tl_mpi_reap(gcoll_tl_mpi_ctx_t *c)
+{
+    int keep = 0;
+    for (int i = 0; i < c->norphans; i++) {
+        int done = 0;
+        MPI_Test(&c->orphans[i], &done, MPI_STATUS_IGNORE);
+        if (!done) c->orphans[keep++] = c->orphans[i];
+    }
+    c->norphans = keep;
+}
+
 static void gcoll_tl_mpi_fini(void *ctx)
 {
-    /* Nothing to disconnect: the communicator owns mpi_comm. */
-    free(ctx);
+    gcoll_tl_mpi_ctx_t *c = ctx;
+    /* Nothing to disconnect (the communicator owns mpi_comm); sends a peer
+     * never received stay with MPI, which then keeps the communicator. */
+    gcoll_tl_mpi_reap(c);
+    if (c->norphans)
+        gcoll_warn("mpi: %d abandoned send(s) never completed; MPI keeps them and the "
+                   "communicator", c->norphans);
+    for (int i = 0; i < c->norphans; i++) MPI_Request_free(&c->orphans[i]);
+    free(c->orphans);
+    free(c);
 }
 
 /* Datatype and count describing `bytes` contiguous bytes with an int count.
@@ -176,7 +198,8 @@ static gcoll_status_t gcoll_tl_mpi_irecv(void *ctx, int peer, uint32_t tag, void
 
 static gcoll_status_t gcoll_tl_mpi_progress(void *ctx)
 {
-    (void)ctx;
+    gcoll_tl_mpi_ctx_t *c = ctx;
+    if (c->norphans) gcoll_tl_mpi_reap(c);
     return GCOLL_SUCCESS;
 }
 
@@ -197,6 +220,15 @@ static gcoll_status_t gcoll_tl_mpi_check_count(gcoll_tl_req_t *req, MPI_Status *
         return gcoll_tl_mpi_error(st->MPI_ERROR, "receive", req->peer);
     }
     if (m->bytes > GCOLL_TL_MPI_MAX_COUNT) {
+        /* a large message travels as a derived type: count its bytes
+         * (MPI_Get_elements_x counts basic elements, here bytes) */
+        MPI_Count n = 0;
+        MPI_Get_elements_x(st, MPI_BYTE, &n);
+        if ((size_t)n != m->bytes) {
+            return GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
+                               "mpi receive from rank %d got %lld bytes where %zu were expected",
+                               req->peer, (long long)n, m->bytes);
+        }
         return GCOLL_SUCCESS;
     }
     MPI_Get_count(st, MPI_BYTE, &got);
@@ -233,18 +265,42 @@ static gcoll_status_t gcoll_tl_mpi_test(void *ctx, gcoll_tl_req_t *req)
     return req->status;
 }
 
+static int gcoll_tl_mpi_grow_orphans(gcoll_tl_mpi_ctx_t *c)
+{
+    int cap = c->orphans_cap ? 2 * c->orphans_cap : 16;
+    MPI_Request *o = realloc(c->orphans, (size_t)cap * sizeof(*o));
+    if (o == NULL) {
+        return 0;
+    }
+    c->orphans = o;
+    c->orphans_cap = cap;
+    return 1;
+}
+
+/* Abandon a request so that nothing touches req or its buffer afterwards.
+ * A receive is cancelled and waited for (waiting on a cancelled request
+ * completes locally; a receive already matched completes with its data).
+ * Open MPI 4.1 cannot cancel sends (MPI_Cancel returns and does nothing,
+ * and MPI-4 deprecates it): the send stays pending on an orphan list that
+ * progress and fini test, so its buffer is read by MPI alone and its
+ * request is not leaked silently. */
 static void gcoll_tl_mpi_cancel(void *ctx, gcoll_tl_req_t *req)
 {
+    gcoll_tl_mpi_ctx_t *c = ctx;
     gcoll_tl_mpi_req_t *m = gcoll_tl_mpi_req(req);
 
-    (void)ctx;
     if (req->done || m->mreq == MPI_REQUEST_NULL) {
         return;
     }
-    /* Freeing an active request is legal: MPI completes or cancels it in the
-     * background and never touches req again. */
-    MPI_Cancel(&m->mreq);
-    MPI_Request_free(&m->mreq);
+    if (m->is_recv) {
+        MPI_Cancel(&m->mreq);
+        MPI_Wait(&m->mreq, MPI_STATUS_IGNORE);
+    } else if (c->norphans < c->orphans_cap || gcoll_tl_mpi_grow_orphans(c)) {
+        c->orphans[c->norphans++] = m->mreq;
+        m->mreq = MPI_REQUEST_NULL;
+    } else {
+        MPI_Request_free(&m->mreq);   /* no memory to keep it: MPI completes it */
+    }
     req->done   = 1;
     req->status = GCOLL_ERR_TIMEOUT;
 }

@@ -58,9 +58,12 @@ int main(int argc, char **argv)
         MPI_Allreduce(&hier, &max_hier, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
         MPI_Allreduce(&ring, &sum_ring, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(&hier, &sum_hier, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-        CHECK(max_hier <= max_ring, "%zu floats: busiest rank sent %llu inter-node bytes with "
-              "hier, %llu with ring", counts[k], (unsigned long long)max_hier,
-              (unsigned long long)max_ring);
+        /* hier sends 1/local_size of the vector across per rank; at 2 x 2 its
+         * busiest rank moves 1/3 of ring's (a hier that fell back to the
+         * ring would move as much): at most half */
+        CHECK(2 * max_hier <= max_ring, "%zu floats: busiest rank sent %llu inter-node bytes "
+              "with hier, %llu with ring (want at most half)", counts[k],
+              (unsigned long long)max_hier, (unsigned long long)max_ring);
         CHECK(sum_hier <= sum_ring, "%zu floats: all ranks sent %llu inter-node bytes with hier, "
               "%llu with ring", counts[k], (unsigned long long)sum_hier,
               (unsigned long long)sum_ring);
