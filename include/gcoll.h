@@ -270,14 +270,46 @@ gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
  *
  * | codec | on the wire per element | inter-node exchange |
  * | --- | --- | --- |
- * | BF16 | 2 bytes | alltoall, float32 sum at the chunk's owner, rounded again with the owner's own residual, allgather |
- * | TOPK | 8 bytes per kept element (index, value) | allgather of the kept pairs |
- * | ONEBIT | 1 bit, plus one float scale per block | allgather of signs and scales |
+ * | BF16 | 2 bytes | two-phase: alltoall, float32 sum at the chunk's owner, rounded again with the owner's own residual, allgather |
+ * | TOPK | 8 bytes per kept element (uint32 index, float32 value) | two-phase (N >= 3): sparse reduce-scatter to chunk owners, who keep the top of their chunk's sum with an owner residual, sparse allgather; N = 2: allgather of the kept pairs |
+ * | ONEBIT | 1 bit, plus one float scale per block | two-phase (N >= 3): alltoall of packed signs and scales, the owner's signs and scales of its chunk's sum with an owner residual, allgather; N = 2: allgather |
  *
- * TOPK and ONEBIT gather every node's payload, so their traffic grows with
- * the number of nodes N: TOPK with ratio r sends less than the exact
- * allreduce while N < 1/r (less than BF16 while N < 1/(2r)); ONEBIT while
- * N < 63 (N < 32).  docs/design.md has the byte counts.
+ * Two-phase (1-bit Adam's compressed allreduce, Tang et al., ICML 2021, as
+ * in DeepSpeed; for TopK the sparse reduce-scatter to chunk owners and
+ * sparse allgather of Ok-Topk, Li and Hoefler, PPoPP 2022, with fixed-size
+ * slots): a rank's share of s elements is cut into N chunks of
+ * c = ceil(s/N), each encoded alone (TopK keeps ceil(ratio c) per chunk;
+ * 1-bit's signs start on a byte, its scales restart, per chunk), chunk j
+ * goes to rail rank j, which decodes and sums chunk j of every node, adds
+ * its own residual, encodes that sum again and keeps what it drops, and
+ * its payload goes to every rank.  Both residuals (the share's and the
+ * owner's) are kept by the compressor, zeroed by reset, and dropped when
+ * not finite.  Bytes sent between nodes per rank, N nodes, payload slots
+ * rounded up to 8 bytes:
+ *
+ * - exact allreduce (ring, Rabenseifner): 8 s (N-1)/N;
+ * - BF16: 2 (N-1) * 2c, about 4 s (N-1)/N;
+ * - ONEBIT: 2 (N-1) (ceil(c/8) + 4 ceil(c/block)), about
+ *   2 (N-1)/N * (s/8 + 4 s/block): 31.5x fewer than exact at any N (block
+ *   2048);
+ * - TOPK (ratio r): 2 (N-1) * 8 ceil(r c) < 16 r s + 16 (N-1)(1 + r),
+ *   about 16 r s (N-1)/N: under twice one rank's payload of its whole
+ *   share plus 32 bytes per node, so it does not grow with N (50x fewer
+ *   than exact at r = 1%).
+ *
+ * These count pairwise exchanges; where libgcoll's selection picks a
+ * log-round alltoall for tiny slots (Bruck, blocks up to 256 bytes), the
+ * alltoall half sends about (N/2) log2 N slots instead of N-1 (3x at
+ * N = 64: TopK 1% at 64 nodes and 4 MiB is 24x fewer than exact instead
+ * of 50x, gcoll_simulate --compress).
+ *
+ * The gather (every rank's whole-share payload to every other: (N-1) *
+ * payload(s)) is used where it costs no more, i.e. when two chunk payloads
+ * are not fewer bytes than one share payload: N = 2 (equal bytes, one
+ * compression instead of two), and tiny counts whose chunks would be
+ * mostly padding.  The choice depends only on N, the count and the
+ * parameters, so every rank makes the same one.  docs/design.md has the
+ * derivation and the measurements.
  */
 /**@{*/
 typedef enum {

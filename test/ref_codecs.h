@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reference codecs for the compression tests (unit and MPI), written apart
  * from libgcoll/compress on purpose: bfloat16 rounding through frexp and
  * nearbyint in double, TopK through a full sort, the 1-bit scale through a

@@ -9,7 +9,13 @@
  * rank's result with a serial reference (integer-valued float32 sums are
  * exact), so a prediction is never of a schedule that computes nonsense.
  * Data type is float32, op SUM, root 0.  docs/SIMULATION.md explains the
- * model and shows its output. */
+ * model and shows its output.
+ *
+ * --compress (with -c allreduce) predicts gcoll_allreduce_compressed per
+ * codec instead: its three levels (node reduce-scatter, the rail exchange
+ * of each codec as the compressor plans it, node allgather), each run
+ * through the simulator with the best registered algorithm, plus the
+ * codecs' passes over memory at gamma (see compress_sim). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -20,6 +26,10 @@
 #include "gcoll.h"
 #include "algos/algo.h"
 #include "base/log.h"
+#include "compress/codec.h"
+#include "core/memtype.h"
+#include "core/select.h"
+#include "core/tune_table.h"
 #include "sim/sim.h"
 
 #define MAX_ALGOS 32
@@ -34,6 +44,9 @@ typedef struct {
     const char      *csv_path;
     const char      *only;       /* comma list of algorithm names, NULL = all */
     int              verify, quiet;
+    int              compress;    /* --compress: the compressed allreduce per codec */
+    double           topk_ratio;  /* --topk-ratio (default 0.01) */
+    size_t           onebit_block;/* --onebit-block (default 2048) */
 } opts_t;
 
 /* Outcome of one (size, algorithm) run. */
@@ -66,6 +79,7 @@ static void usage(FILE *f)
         "                      [-a ALGO,ALGO..] [--alpha-intra S] [--beta-intra S/B]\n"
         "                      [--alpha-inter S] [--beta-inter S/B] [--gamma S/B]\n"
         "                      [--nics N] [--csv FILE] [--verify] [-q]\n"
+        "       gcoll_simulate -c allreduce --compress [--topk-ratio R] [--onebit-block B] ...\n"
         "  -c COLL     allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier\n"
         "  -n, -p      nodes and ranks per node (rank r is on node r / RANKS_PER_NODE)\n"
         "  -m MIN:MAX  message sizes in bytes, suffixes K M G (default 4:1M); for\n"
@@ -79,6 +93,11 @@ static void usage(FILE *f)
         "  --csv FILE  also write one row per (size, algorithm)\n"
         "  --verify    check every rank's result against a serial reference\n"
         "  -q          no progress on stderr\n"
+        "  --compress  gcoll_allreduce_compressed per codec (exact, bf16, topk, onebit):\n"
+        "              node reduce-scatter, the codec's rail exchange, node allgather,\n"
+        "              and the codecs' passes over memory at gamma (-a: codec names;\n"
+        "              2 nodes or more; zero data, so no --verify: test_compress_mpi\n"
+        "              checks the results)\n"
         "Data: float32 sum, root 0.  Memory: about NODES*PPN*(send+recv+scratch) bytes\n"
         "at the largest size (64x8 at 1 MiB allreduce: about 2 GiB).\n");
 }
@@ -129,7 +148,8 @@ static double parse_time(const char *s)
     return -1;
 }
 
-enum { OPT_AI = 256, OPT_BI, OPT_AE, OPT_BE, OPT_G, OPT_CSV, OPT_VERIFY, OPT_NICS };
+enum { OPT_AI = 256, OPT_BI, OPT_AE, OPT_BE, OPT_G, OPT_CSV, OPT_VERIFY, OPT_NICS, OPT_COMPRESS,
+       OPT_RATIO, OPT_BLOCK };
 
 static int set_cost(opts_t *o, int opt, const char *arg)
 {
@@ -167,6 +187,17 @@ static int parse_opt(opts_t *o, int opt, const char *arg)
         return -1;
     case OPT_CSV: o->csv_path = arg; return 0;
     case OPT_VERIFY: o->verify = 1; return 0;
+    case OPT_COMPRESS: o->compress = 1; return 0;
+    case OPT_RATIO:
+        o->topk_ratio = atof(arg);
+        if (o->topk_ratio > 0 && o->topk_ratio <= 1) return 0;
+        fprintf(stderr, "gcoll_simulate: bad TopK ratio '%s' (in (0, 1])\n", arg);
+        return -1;
+    case OPT_BLOCK:
+        o->onebit_block = (size_t)strtoull(arg, NULL, 10);
+        if (o->onebit_block > 0) return 0;
+        fprintf(stderr, "gcoll_simulate: bad 1-bit block '%s'\n", arg);
+        return -1;
     case OPT_NICS:
         o->cost.nics_per_node = atoi(arg);
         if (o->cost.nics_per_node >= 0 && strspn(arg, "0123456789") == strlen(arg)) return 0;
@@ -191,6 +222,9 @@ static int parse_args(int argc, char **argv, opts_t *o)
         { "csv",         required_argument, NULL, OPT_CSV },
         { "verify",      no_argument,       NULL, OPT_VERIFY },
         { "nics",        required_argument, NULL, OPT_NICS },
+        { "compress",    no_argument,       NULL, OPT_COMPRESS },
+        { "topk-ratio",  required_argument, NULL, OPT_RATIO },
+        { "onebit-block", required_argument, NULL, OPT_BLOCK },
         { "help",        no_argument,       NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -198,7 +232,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
     while ((opt = getopt_long(argc, argv, "c:n:p:m:f:a:qh", longs, NULL)) != -1)
         if (parse_opt(o, opt, optarg) != 0) return -1;
     if (optind < argc || o->coll == GCOLL_COLL_COUNT || o->nodes < 1 || o->ppn < 1 ||
-        o->factor < 2 || (long)o->nodes * o->ppn > 1 << 20) {
+        o->factor < 2 || (long)o->nodes * o->ppn > 1 << 20 ||
+        (o->compress && (o->coll != GCOLL_COLL_ALLREDUCE || o->nodes < 2 || o->verify))) {
         usage(stderr);
         return -1;
     }
@@ -594,15 +629,289 @@ static int simulate(const opts_t *o, const gcoll_algo_t **algos, int nalgos, FIL
     return bad;
 }
 
+
+/* ------------------------------------------------ compressed allreduce ---- */
+
+/* The algorithm libgcoll's selection table picks for coll on a group of
+ * n ranks, one node (node_of NULL: the node levels, shared memory) or one
+ * rank per node (the rails), count elements of dt_size bytes, run through
+ * the simulator with zero data (only time and bytes matter here; the data
+ * path is checked by test_compress_mpi); a row whose algorithm declines
+ * passes to the next, as gcoll_select_fallback does, and without a table
+ * row the least predicted time wins.  *inter: the busiest rank's bytes to
+ * other nodes. */
+static gcoll_status_t run_phase(gcoll_coll_t coll, int n, const int *node_of,
+                                const gcoll_sim_cost_t *cost, size_t count, size_t dt_size,
+                                double *time, uint64_t *inter, const char **name)
+{
+    gcoll_coll_args_t probe = { .coll = coll, .count = count, .dt_size = dt_size };
+    size_t sb = 0, db = 0;
+    gcoll_coll_buf_bytes(&probe, n, &sb, &db);
+    void **send = calloc((size_t)n, sizeof(void *)), **recv = calloc((size_t)n, sizeof(void *));
+    gcoll_coll_args_t *args = calloc((size_t)n, sizeof(*args));
+    uint64_t *sent = calloc((size_t)n, sizeof(uint64_t)), *bi = calloc((size_t)n, sizeof(uint64_t));
+    gcoll_status_t st = GCOLL_ERR_NO_MEMORY;
+    *time = -1;
+    if (!send || !recv || !args || !sent || !bi) goto out;
+    for (int r = 0; r < n; r++) {
+        send[r] = calloc(sb + 8, 1);
+        recv[r] = calloc(db + 8, 1);
+        if (!send[r] || !recv[r]) goto out;
+        args[r] = probe;
+        args[r].src = gcoll_bref(GCOLL_BUF_SEND, 0);
+        args[r].dst = gcoll_bref(GCOLL_BUF_RECV, 0);
+    }
+    const gcoll_tune_table_t *table = NULL;
+    gcoll_tune_key_t key = { .coll = coll, .mem = GCOLL_MEM_HOST, .nodes = node_of ? n : 1,
+                             .ppn = node_of ? 1 : n, .ranks = n,
+                             .bytes = count * dt_size };
+    key.conds = GCOLL_TUNE_IF_UNIFORM | GCOLL_TUNE_IF_REGULAR |
+                ((n & (n - 1)) == 0 ? GCOLL_TUNE_IF_POW2 : 0u) |
+                (node_of ? 0u : GCOLL_TUNE_IF_SHM);
+    if (gcoll_select_table(&table) != GCOLL_SUCCESS) table = NULL;
+    size_t from = 0;
+    st = GCOLL_ERR_NOT_SUPPORTED;
+    for (const gcoll_algo_t *const *a = gcoll_algos;;) {
+        const gcoll_algo_t *algo = NULL;
+        const gcoll_tune_row_t *row = table ? gcoll_tune_match(table, from, &key) : NULL;
+        if (row) {   /* the table's next choice */
+            from = (size_t)(row - table->rows) + 1;
+            algo = row->algo;
+            for (int r = 0; r < n; r++) {
+                args[r].chunk_bytes = row->chunk;
+                args[r].radix = row->radix;
+            }
+        } else {   /* no row ran: every algorithm, the fastest */
+            table = NULL;
+            for (; *a && (*a)->coll != coll; a++) {}
+            if (!*a) break;
+            algo = *a++;
+            for (int r = 0; r < n; r++) args[r].chunk_bytes = 0, args[r].radix = 0;
+        }
+        gcoll_sim_t sim = { .nranks = n, .node_of = node_of, .cost = cost, .bytes_sent = sent,
+                            .bytes_inter = bi };
+        memset(bi, 0, (size_t)n * sizeof(uint64_t));
+        gcoll_status_t s = gcoll_sim_run_algo(&sim, algo, args,
+                                              dt_size == 1 ? GCOLL_UINT8 : GCOLL_FLOAT32,
+                                              GCOLL_SUM, (const void *const *)send,
+                                              (void *const *)recv);
+        if (s != GCOLL_SUCCESS) continue;
+        if (*time < 0 || sim.time < *time) {
+            *time = sim.time;
+            *name = algo->name;
+            *inter = 0;
+            for (int r = 0; r < n; r++)
+                if (bi[r] > *inter) *inter = bi[r];
+        }
+        st = GCOLL_SUCCESS;
+        if (table) break;   /* the table's choice ran */
+    }
+out:
+    for (int r = 0; send && recv && r < n; r++) {
+        free(send[r]);
+        free(recv[r]);
+    }
+    free(send), free(recv), free(args), free(sent), free(bi);
+    return st;
+}
+
+enum { CODECS = 4 };   /* exact, bf16, topk, onebit */
+
+typedef struct {
+    double   time, codec_time;   /* s: all levels; the codecs' part of it */
+    uint64_t inter;              /* busiest rank's inter-node bytes */
+    int      two_phase;          /* -1: exact */
+    gcoll_status_t status;
+} cresult_t;
+
+/* Passes over float32 memory each codec makes (modelled at gamma per byte,
+ * so 4 gamma per element and pass): the residual add, encode (bf16 1, 1-bit
+ * 3: scale, signs, residual; TopK 2: threshold, select), and decoding
+ * (dense codecs: a pass over the decoded elements; TopK: 2 per kept
+ * element, index and value). */
+static double codec_passes(gcoll_compress_t kind, const gcoll_compress_params_t *p, size_t s,
+                           size_t N, size_t cs)
+{
+    double enc = kind == GCOLL_COMPRESS_BF16 ? 1 : kind == GCOLL_COMPRESS_ONEBIT ? 3 : 2;
+    double n = (double)s, c = (double)cs, K = (double)N;
+    if (kind == GCOLL_COMPRESS_TOPK) {
+        double kc = (double)gcoll_codec_topk_k(p, cs), ks = (double)gcoll_codec_topk_k(p, s);
+        return cs ? n + enc * n + 2 * K * kc + enc * c + 2 * K * kc + n   /* two-phase */
+                  : n + enc * n + 2 * K * ks + n;                           /* gather */
+    }
+    /* residual, encode, owner's decode of N chunks, owner encode, decode */
+    return cs ? n + enc * n + K * c + enc * c + n : n + enc * n + K * n;
+}
+
+/* One size: the three levels per codec.  Node levels once (all nodes run
+ * them alike, at once); the rail of each local rank simulated as one group
+ * of N ranks on N nodes, its ranks' NIC shared by the rails that use it
+ * (beta_inter times the rails per NIC: every rail runs the same exchange
+ * at the same time). */
+static int compress_size(const opts_t *o, size_t bytes, cresult_t *res, const char **names)
+{
+    size_t count = bytes >= 4 ? bytes / 4 : 1, L = (size_t)o->ppn, N = (size_t)o->nodes;
+    size_t s = (count + L - 1) / L;
+    gcoll_sim_cost_t rail_cost = o->cost;
+    int per_nic = o->cost.nics_per_node > 0
+                      ? (o->ppn + o->cost.nics_per_node - 1) / o->cost.nics_per_node : 1;
+    rail_cost.beta_inter *= per_nic;
+    int *ident = malloc(N * sizeof(int));
+    if (!ident) return -1;
+    for (size_t r = 0; r < N; r++) ident[r] = (int)r;
+    double t_rs = 0, t_ag = 0, t;
+    uint64_t in, junk;
+    const char *nm;
+    if (L > 1 && (run_phase(GCOLL_COLL_REDUCE_SCATTER, o->ppn, NULL, &o->cost, s, 4, &t_rs,
+                             &junk, &nm) != GCOLL_SUCCESS ||
+                  run_phase(GCOLL_COLL_ALLGATHER, o->ppn, NULL, &o->cost, s, 4, &t_ag, &junk,
+                             &nm) != GCOLL_SUCCESS)) {
+        free(ident);
+        return -1;
+    }
+    static const gcoll_compress_t kinds[CODECS] = { GCOLL_COMPRESS_NONE, GCOLL_COMPRESS_BF16,
+                                                    GCOLL_COMPRESS_TOPK, GCOLL_COMPRESS_ONEBIT };
+    int bad = 0;
+    for (int k = 0; k < CODECS; k++) {
+        cresult_t *r = &res[k];
+        memset(r, 0, sizeof(*r));
+        r->two_phase = -1;
+        if (!selected(o, names[k])) {
+            r->status = GCOLL_ERR_NOT_SUPPORTED;
+            continue;
+        }
+        double rail = 0;
+        r->status = GCOLL_SUCCESS;
+        if (kinds[k] == GCOLL_COMPRESS_NONE) {
+            r->status = run_phase(GCOLL_COLL_ALLREDUCE, (int)N, ident, &rail_cost, s, 4, &rail,
+                                   &r->inter, &nm);
+        } else {
+            gcoll_compress_params_t in_p = { .kind = kinds[k], .topk_ratio = o->topk_ratio,
+                                             .onebit_block = o->onebit_block }, p;
+            size_t stride;
+            gcoll_codec_params(&in_p, &p);
+            size_t cs = gcoll_codec_plan(&p, s, N, &stride);
+            r->two_phase = cs != 0;
+            if (cs) {
+                r->status = run_phase(GCOLL_COLL_ALLTOALL, (int)N, ident, &rail_cost, stride, 1,
+                                       &t, &in, &nm);
+                rail += t;
+                r->inter = in;
+            }
+            if (r->status == GCOLL_SUCCESS)
+                r->status = run_phase(GCOLL_COLL_ALLGATHER, (int)N, ident, &rail_cost, stride,
+                                       1, &t, &in, &nm);
+            rail += t;
+            r->inter += in;
+            r->codec_time = 4.0 * o->cost.gamma * codec_passes(kinds[k], &p, s, N, cs);
+        }
+        r->time = t_rs + rail + r->codec_time + t_ag;
+        bad |= r->status != GCOLL_SUCCESS;
+    }
+    free(ident);
+    return bad ? -1 : 0;
+}
+
+static int simulate_compressed(const opts_t *o, FILE *csv)
+{
+    char ratio[32], block[32], size[32], buf[32];
+    snprintf(ratio, sizeof ratio, "topk(%g)", o->topk_ratio);
+    snprintf(block, sizeof block, "onebit(%zu)", o->onebit_block);
+    const char *names[CODECS] = { "exact", "bf16", "topk", "onebit" },
+               *heads[CODECS] = { "exact", "bf16", ratio, block };
+    table_t t = { 0 };
+    if (make_sizes(o, &t) != 0) return 1;
+    cresult_t *res = calloc((size_t)t.nsizes * CODECS, sizeof(*res));
+    if (!res) return 1;
+    int bad = 0;
+    for (int z = 0; z < t.nsizes; z++) {
+        double t0 = now();
+        cresult_t *row = res + (size_t)z * CODECS;
+        if (compress_size(o, t.sizes[z], row, names) != 0) {
+            fprintf(stderr, "gcoll_simulate: a level of the compressed allreduce failed at "
+                            "%zu B: %s\n", t.sizes[z], gcoll_last_error());
+            bad = 1;
+        }
+        if (!o->quiet) fprintf(stderr, "  %zu B compressed %.2f s\n", t.sizes[z], now() - t0);
+        /* CSV as the algorithms' rows: the codec in the algo column; per
+         * node, the node's ppn rails alike; sent_bytes_rank counts the rail
+         * (inter-node) bytes only */
+        for (int k = 0; csv && k < CODECS; k++)
+            fprintf(csv, "allreduce_compressed,%d,%d,%zu,%s,%s,%.6f,%llu,%llu,%llu,-\n",
+                    o->nodes, o->ppn, t.sizes[z], heads[k],
+                    row[k].status == GCOLL_SUCCESS ? "ok" :
+                    row[k].status == GCOLL_ERR_NOT_SUPPORTED ? "declined" : "error",
+                    row[k].time * 1e6, (unsigned long long)row[k].inter,
+                    (unsigned long long)row[k].inter * (unsigned long long)o->ppn,
+                    (unsigned long long)row[k].inter);
+    }
+    printf("# gcoll_allreduce_compressed, three levels; rails of %d ranks, %d per node%s\n",
+           o->nodes, o->ppn, o->cost.nics_per_node > 0 ? " (sharing the node's NICs)" : "");
+    printf("\n# predicted time (us); codecs' share in brackets\n%10s", "size");
+    for (int k = 0; k < CODECS; k++) printf(" %22s", heads[k]);
+    printf("\n");
+    for (int z = 0; z < t.nsizes; z++) {
+        printf("%10s", fmt_bytes(size, sizeof size, (double)t.sizes[z]));
+        for (int k = 0; k < CODECS; k++) {
+            const cresult_t *r = &res[(size_t)z * CODECS + k];
+            if (r->status != GCOLL_SUCCESS) printf(" %22s", "-");
+            else if (k == 0) printf(" %22.2f", r->time * 1e6);
+            else {
+                char cell[48];
+                snprintf(cell, sizeof cell, "%.2f (%.2f)", r->time * 1e6, r->codec_time * 1e6);
+                printf(" %22s", cell);
+            }
+        }
+        printf("\n");
+    }
+    printf("\n# bytes sent to other nodes per rank (the busiest rank); g = gather, "
+           "2 = two-phase; x = fewer than exact\n%10s", "size");
+    for (int k = 0; k < CODECS; k++) printf(" %22s", heads[k]);
+    printf("\n");
+    for (int z = 0; z < t.nsizes; z++) {
+        const cresult_t *row = res + (size_t)z * CODECS;
+        printf("%10s", fmt_bytes(size, sizeof size, (double)t.sizes[z]));
+        for (int k = 0; k < CODECS; k++) {
+            char cell[64];
+            if (row[k].status != GCOLL_SUCCESS) snprintf(cell, sizeof cell, "-");
+            else if (k == 0) snprintf(cell, sizeof cell, "%s", fmt_bytes(buf, sizeof buf,
+                                                                       (double)row[k].inter));
+            else snprintf(cell, sizeof cell, "%s %s %.1fx", fmt_bytes(buf, sizeof buf,
+                          (double)row[k].inter), row[k].two_phase ? "2" : "g",
+                          row[k].inter && row[0].status == GCOLL_SUCCESS
+                              ? (double)row[0].inter / (double)row[k].inter : 0.0);
+            printf(" %22s", cell);
+        }
+        printf("\n");
+    }
+    free(res);
+    free(t.sizes);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = { .coll = GCOLL_COLL_COUNT, .min_bytes = 4, .max_bytes = 1 << 20, .factor = 4,
-                 .cost = gcoll_sim_cost_default };
+                 .cost = gcoll_sim_cost_default, .topk_ratio = 0.01, .onebit_block = 2048 };
     const gcoll_algo_t *algos[MAX_ALGOS];
     if (parse_args(argc, argv, &o) != 0) return 2;
     /* Declines are expected here (shm on several nodes) and shown as "-";
      * real failures are reported by run_one, so the library stays quiet. */
     gcoll_log_level = -1;
+    if (o.compress) {
+        FILE *cf = NULL;
+        if (o.csv_path && !(cf = fopen(o.csv_path, "w"))) {
+            fprintf(stderr, "gcoll_simulate: cannot write %s: %s\n", o.csv_path, strerror(errno));
+            return 2;
+        }
+        if (cf)
+            fprintf(cf, "coll,nodes,ppn,bytes,algo,status,time_us,inter_bytes_rank,"
+                        "inter_bytes_node,sent_bytes_rank,verified\n");
+        print_intro(&o);
+        int bad = simulate_compressed(&o, cf);
+        if (cf && fclose(cf) != 0) bad = 1;
+        return bad ? 1 : 0;
+    }
     int nalgos = list_algos(&o, algos);
     for (int i = 0; i < nalgos; i++)
         if ((int)strlen(algos[i]->name) > col_width) col_width = (int)strlen(algos[i]->name);

@@ -49,3 +49,27 @@ size_t gcoll_codec_topk_k(const gcoll_compress_params_t *p, size_t n)
     double x = p->topk_ratio * (double)n, k = ceil(x - x * 1e-12);
     return k < 1 ? 1 : k > (double)n ? n : (size_t)k;
 }
+
+static size_t round8(size_t b) { return (b + 7) / 8 * 8; }
+
+size_t gcoll_codec_plan(const gcoll_compress_params_t *p, size_t share, size_t N,
+                        size_t *stride)
+{
+    const gcoll_codec_t *c = gcoll_codec_find(p->kind);
+    size_t cs = N ? (share + N - 1) / N : share;
+    if (!c) {
+        *stride = 0;
+        return 0;
+    }
+    if (c->kind == GCOLL_COMPRESS_BF16) {
+        *stride = cs * 2;
+        return cs;
+    }
+    size_t whole = round8(c->payload_bytes(p, share)), part = round8(c->payload_bytes(p, cs));
+    if (N > 1 && 2 * part < whole) {
+        *stride = part;
+        return cs;
+    }
+    *stride = whole;
+    return 0;
+}

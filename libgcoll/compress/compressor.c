@@ -10,10 +10,20 @@
  *             local rank l holds block l of its node's sum (its share);
  *   2. rail:  the ranks with local index l on every node (one per node)
  *             combine their shares compressed: x = share + residual,
- *             payload = C(x), residual = x - decode(payload);
- *             BF16: allreduce of the payloads in bfloat16;
- *             TOPK, ONEBIT: allgather of the payloads, decoded and summed
- *             in rail (node) order, so every rank gets bitwise the same;
+ *             payload = C(x), residual = x - decode(payload), in one of
+ *             two schemes:
+ *             two-phase (BF16 always; TOPK and ONEBIT when it sends fewer
+ *             bytes, in practice N >= 3): the share in N chunks, each
+ *             encoded alone (its own payload, byte-aligned), chunk j to
+ *             rail rank j by alltoall; rank j decodes and sums chunk j of
+ *             every node in rail order, adds its owner residual, encodes
+ *             the sum again keeping what that drops, and the owners'
+ *             payloads come back by allgather: bytes per rank
+ *             2 (N-1) stride(share / N), about the same at any N;
+ *             gather (TOPK and ONEBIT at N = 2, where it costs no more and
+ *             compresses once): allgather of the payloads of the whole
+ *             share, decoded and summed in rail order, (N-1) stride(share);
+ *             either way every rank gets bitwise the same;
  *   3. node:  exact allgather of the shares.
  *
  * Only level 2 crosses nodes, so only inter-node traffic is compressed.  On
@@ -55,12 +65,15 @@ struct gcoll_compressor {
     int                     L, l;       /* ranks per share group, my index in it */
     size_t                  share;      /* elements per share: ceil(count / L) */
     size_t                  stride;     /* bytes per payload slot, multiple of 8 */
-    size_t                  chunk;      /* BF16: elements of the share each rail rank owns */
+    size_t                  chunk;      /* two-phase: elements of the share each rail rank
+                                         * owns (chunk j: [j chunk, (j+1) chunk) of the
+                                         * share, shorter or empty at the end); 0: gather */
     float                  *work;       /* L * share: the padded tensor, when
                                          * count is not a multiple of L */
     float                  *resid;      /* share: error feedback (NULL: none) */
-    float                  *owner_resid; /* BF16: chunk, the owner's error feedback */
-    unsigned char          *payload;    /* gather: rail size * stride; BF16: see rail_bf16 */
+    float                  *owner_resid; /* two-phase: chunk, the owner's error feedback */
+    unsigned char          *payload;    /* gather: rail size * stride; two-phase: see
+                                         * rail_bf16 and rail_two_phase */
 };
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -102,17 +115,14 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
     if (c->codec->kind == GCOLL_COMPRESS_TOPK && c->share > UINT32_MAX)
         return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "gcoll_compressor_create: a share of %zu "
                            "elements exceeds TopK's 32-bit indices", c->share);
-    size_t N = (size_t)c->rail->size, bytes;
+    size_t N = (size_t)c->rail->size;
     int ef = !c->p.no_error_feedback;
-    if (c->codec->kind == GCOLL_COMPRESS_BF16) {   /* send and receive N chunks, own one */
-        c->chunk = ceil_div(c->share, N);
-        c->stride = c->chunk * sizeof(uint16_t);
-        bytes = (2 * N + 1) * c->stride;
-        c->owner_resid = ef ? calloc(c->chunk + 1, sizeof(float)) : NULL;
-    } else {
-        c->stride = ceil_div(c->codec->payload_bytes(&c->p, c->share), 8) * 8;
-        bytes = N * c->stride;
-    }
+    /* BF16 always, TOPK and ONEBIT from N = 3 on: two-phase, sending N
+     * chunk slots and receiving N (reused for the allgather), owning one;
+     * else the gather's N share slots (gcoll_codec_plan) */
+    c->chunk = gcoll_codec_plan(&c->p, c->share, N, &c->stride);
+    size_t bytes = c->chunk ? (2 * N + 1) * c->stride : N * c->stride;
+    if (c->chunk && ef) c->owner_resid = calloc(c->chunk + 1, sizeof(float));
     size_t padded = (size_t)c->L * c->share;
     if (padded != c->count)   /* shares do not tile it: padded copy */
         c->work = calloc(padded, sizeof(float));
@@ -122,9 +132,9 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
         (ef && c->chunk && !c->owner_resid) || !c->payload)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create: no memory for a "
                            "tensor of %zu elements", c->count);
-    gcoll_info("compressed allreduce (%s): %zu elements, shares of %zu on rails of %d, "
-               "%zu payload bytes per share", c->codec->name, c->count, c->share, c->rail->size,
-               c->stride);
+    gcoll_info("compressed allreduce (%s, %s): %zu elements, shares of %zu on rails of %d, "
+               "%zu payload bytes per %s", c->codec->name, c->chunk ? "two-phase" : "gather",
+               c->count, c->share, c->rail->size, c->stride, c->chunk ? "chunk" : "share");
     return GCOLL_SUCCESS;
 }
 
@@ -279,10 +289,72 @@ static gcoll_status_t rail_bf16(gcoll_compressor_t c, float *x)
     return GCOLL_SUCCESS;
 }
 
+/* Elements of chunk j of the share: chunk, fewer for the last, 0 past it. */
+static size_t chunk_len(gcoll_compressor_t c, size_t j)
+{
+    size_t o = j * c->chunk;
+    return o >= c->share ? 0 : c->share - o < c->chunk ? c->share - o : c->chunk;
+}
+
+/* Where chunk j starts in a share v (v itself for an empty chunk past the
+ * end, so no pointer leaves the array). */
+static float *chunk_at(gcoll_compressor_t c, float *v, size_t j)
+{
+    return chunk_len(c, j) ? v + j * c->chunk : v;
+}
+
+/* TopK, 1-bit with bounded traffic: the two-phase exchange of 1-bit Adam
+ * (DeepSpeed's compressed allreduce), with any codec.
+ *   worker: x = share + residual; chunk j of x encoded alone into send slot
+ *           j (its own scales and sign bits, or its own top ceil(r len_j)
+ *           of the chunk), the residual keeping what each payload misses;
+ *   alltoall: slot j to rail rank j;
+ *   server: rail rank j decodes chunk j of every node, summed in rail order
+ *           (float32, into zeros), adds its owner residual, encodes the sum
+ *           once more (1-bit: signs and scales of the sum; TopK: the top
+ *           ceil(r len_j) of the sum, a sparse reduce-scatter's result
+ *           re-sparsified) and keeps what that drops as its residual;
+ *   allgather: every owner's payload to every rank, decoded into x.
+ * Bytes sent per rank: 2 (N-1) stride, stride = payload(ceil(share / N))
+ * rounded up to 8: for 1-bit 2 (N-1)/N share/8 plus scales, for TopK
+ * 16 (N-1) ceil(r ceil(share / N)) < 16 r share + 16 (N-1) (1 + r) -- not
+ * growing with N, where the gather's (N-1) stride(share) does.
+ * payload: send[N stride] (the allgather's output afterwards), recv[N
+ * stride], own[stride]. */
+static gcoll_status_t rail_two_phase(gcoll_compressor_t c, float *x)
+{
+    const gcoll_codec_t *codec = c->codec;
+    size_t n = c->share, cs = c->chunk, N = (size_t)c->rail->size, st = c->stride;
+    size_t me = (size_t)c->rail->rank, mine = chunk_len(c, me);
+    unsigned char *send = c->payload, *recv = send + N * st, *own = recv + N * st;
+    float *e = c->resid ? c->resid : x;
+    if (c->resid)
+        for (size_t i = 0; i < n; i++) e[i] = x[i] + e[i];
+    for (size_t j = 0; j < N; j++)
+        codec->encode(&c->p, chunk_at(c, e, j), chunk_len(c, j), send + j * st);
+    if (c->resid) keep_finite(e, n);
+    GCOLL_TRY(gcoll_alltoall(send, recv, st, GCOLL_UINT8, c->rail));
+    float *y = x;   /* scratch until the allgather below refills x; cs <= n */
+    memset(y, 0, cs * sizeof(float));
+    for (size_t k = 0; k < N; k++)   /* rail order: every owner sums alike */
+        codec->accumulate(&c->p, recv + k * st, mine, y);
+    if (c->owner_resid)
+        for (size_t i = 0; i < mine; i++) y[i] += c->owner_resid[i];
+    codec->encode(&c->p, y, mine, own);   /* leaves in y what own misses */
+    if (c->owner_resid)
+        for (size_t i = 0; i < mine; i++) c->owner_resid[i] = finite_or_zero(y[i]);
+    GCOLL_TRY(gcoll_allgather(own, send, st, GCOLL_UINT8, c->rail));
+    memset(x, 0, n * sizeof(float));
+    for (size_t j = 0; j < N; j++)
+        codec->accumulate(&c->p, send + j * st, chunk_len(c, j), chunk_at(c, x, j));
+    return GCOLL_SUCCESS;
+}
+
 /* Level 2: the share x of every node, combined compressed, into x. */
 static gcoll_status_t rail_combine(gcoll_compressor_t c, float *x)
 {
-    return c->codec->kind == GCOLL_COMPRESS_BF16 ? rail_bf16(c, x) : rail_gather(c, x);
+    if (c->codec->kind == GCOLL_COMPRESS_BF16) return rail_bf16(c, x);
+    return c->chunk ? rail_two_phase(c, x) : rail_gather(c, x);
 }
 
 /* The three levels, from src into dst.  When the shares tile the tensor

@@ -6,15 +6,22 @@
  *   MPI_COMM_TYPE_SHARED; every rank alone when nodes are unequal), sum each
  *   group's inputs exactly (integer-valued data), add each share's residual,
  *   decode with the reference codec, carry the residual to the next call;
- * - sum the decoded shares in group order.
+ * - sum the decoded shares in group order;
+ * - TopK and 1-bit where the library must go two-phase (ref_chunk: the
+ *   rule gcoll.h states, from payload sizes computed here): decode each
+ *   chunk of a share alone, then as the chunk's owner sum the chunk over
+ *   the groups, add the owner's residual, decode again, keep what drops.
  *
  * Every codec's result must match bit for bit (BF16's owners sum in group
  * order and keep a residual of their own rounding, which the reference
  * simulates too), and every rank must hold the same bits.  Residuals that
  * are not finite are dropped, in the reference as in the library.  Also: one node (or codec NONE) equals MPI_Allreduce
  * bit for bit; error feedback makes the mean over calls converge where
- * dropping the residual does not; inter-node bytes shrink as the codec
- * promises (gcoll_comm_get_stats); bad input returns the documented codes.
+ * dropping the residual does not (issue 14: 1-bit within 10% after 100
+ * calls, TopK 10% within 10% after 200, at least twice as far off without);
+ * inter-node bytes shrink as the codec promises (gcoll_comm_get_stats:
+ * TopK 1% and 1-bit at least 20x under the exact allreduce at any node
+ * count, within the scheme's bound); bad input returns the documented codes.
  * Prints "PASS: N checks" or FAILs; exit 1 on any failure. */
 #include <math.h>
 #include <stdarg.h>
@@ -119,10 +126,85 @@ static void ref_decode(const ref_t *ref, const float *x, size_t n, float *d)
     }
 }
 
+/* Payload bytes of n elements, by the formats gcoll.h documents (1-bit: a
+ * float scale per block and a bit per element; TopK: an index and a value
+ * per kept element), rounded up to 8 as the library's payload slots. */
+static size_t ref_payload(const gcoll_compress_params_t *p, size_t n)
+{
+    size_t b;
+    if (p->kind == GCOLL_COMPRESS_TOPK)
+        b = 8 * ref_topk_k(p->topk_ratio ? p->topk_ratio : 0.01, n);
+    else {
+        size_t blk = p->onebit_block ? p->onebit_block : 2048;
+        if (blk > n) blk = n ? n : 1;
+        b = 4 * ((n + blk - 1) / blk) + (n + 7) / 8;
+    }
+    return (b + 7) / 8 * 8;
+}
+
+/* TopK and 1-bit: elements per chunk of the two-phase exchange, or 0 where
+ * the library gathers whole shares (gcoll.h: two-phase when its 2 (N-1)
+ * chunk payloads per rank are fewer bytes than the gather's N-1 share
+ * payloads). */
+static size_t ref_chunk(const ref_t *ref)
+{
+    size_t N = (size_t)ngroups, cs = (ref->share + N - 1) / N;
+    if (ref->p.kind != GCOLL_COMPRESS_TOPK && ref->p.kind != GCOLL_COMPRESS_ONEBIT) return 0;
+    return 2 * ref_payload(&ref->p, cs) < ref_payload(&ref->p, ref->share) ? cs : 0;
+}
+
+/* The two-phase exchange, serially: every group's share l, chunk by chunk
+ * decoded with its worker residual; then the owner of (l, j) sums chunk j
+ * of every group in group order, adds its own residual, decodes once more
+ * and keeps what that drops. */
+static void ref_call_two_phase(ref_t *ref, int call, float *want, size_t cs)
+{
+    size_t n = ref->share, padded = n * (size_t)L, G = (size_t)ngroups;
+    float *sum = malloc(sizeof(float) * padded + 4), *x = malloc(sizeof(float) * n + 4),
+          *d = malloc(sizeof(float) * G * padded + 4), *y = malloc(sizeof(float) * cs + 4),
+          *z = malloc(sizeof(float) * cs + 4);
+    double *acc = calloc(padded + 1, sizeof(double));
+    for (size_t g = 0; g < G; g++) {
+        memset(acc, 0, sizeof(double) * padded);
+        for (int r = 0; r < nranks; r++)
+            if (group_of[r] == (int)g)
+                for (size_t i = 0; i < ref->count; i++) acc[i] += input(r, i, call);
+        for (size_t i = 0; i < padded; i++) sum[i] = (float)acc[i];
+        for (int l = 0; l < L; l++) {
+            float *e = ref->resid ? ref->resid + (g * (size_t)L + (size_t)l) * n : NULL,
+                  *dg = d + g * padded + (size_t)l * n;
+            for (size_t i = 0; i < n; i++) x[i] = sum[(size_t)l * n + i] + (e ? e[i] : 0.0f);
+            for (size_t o = 0; o < n; o += cs)   /* each chunk alone */
+                ref_decode(ref, x + o, n - o < cs ? n - o : cs, dg + o);
+            if (e)
+                for (size_t i = 0; i < n; i++) e[i] = finite_or_zero(x[i] - (0.0f + dg[i]));
+        }
+    }
+    for (int l = 0; l < L; l++)
+        for (size_t o = 0; o < n; o += cs) {
+            size_t len = n - o < cs ? n - o : cs, at = (size_t)l * n + o;
+            for (size_t i = 0; i < len; i++) y[i] = 0.0f;
+            for (size_t g = 0; g < G; g++)
+                for (size_t i = 0; i < len; i++) y[i] += d[g * padded + at + i];
+            if (ref->owner)
+                for (size_t i = 0; i < len; i++) y[i] += ref->owner[at + i];
+            ref_decode(ref, y, len, z);
+            for (size_t i = 0; i < len; i++) {
+                if (ref->owner) ref->owner[at + i] = finite_or_zero(y[i] - (0.0f + z[i]));
+                want[at + i] = 0.0f + z[i];
+            }
+        }
+    free(sum), free(x), free(d), free(y), free(z), free(acc);
+}
+
 /* Expected result of call `call` (sum; the caller divides for AVG). */
 static void ref_call(ref_t *ref, int call, float *want)
 {
-    size_t n = ref->share, padded = n * (size_t)L;
+    size_t n = ref->share, padded = n * (size_t)L, cs = ref_chunk(ref);
+    if (cs) {
+        ref_call_two_phase(ref, call, want, cs);
+        return;
+    }
     float *sum = malloc(sizeof(float) * padded), *x = malloc(sizeof(float) * n + 4),
           *d = malloc(sizeof(float) * n + 4);
     double *acc = calloc(padded + 1, sizeof(double));
@@ -270,6 +352,27 @@ static void test_error_feedback(gcoll_comm_t comm)
         CHECK(e1 > 0 && e40 < 0.25 * e1 && n40 > 0.5 * e1, "%s error feedback: 1 call %.2e, "
               "40 calls %.2e, without feedback %.2e", name, e1, e40, n40);
     }
+    /* issue 14's bounds, with the codecs' defaults where it names none: the
+     * mean of 100 1-bit outputs (200 TopK 10% outputs) within 10% of the
+     * true sum, and without error feedback at least twice as far off.  At
+     * N >= 3 nodes this runs the two-phase exchange, worker and owner
+     * residuals both. */
+    static const gcoll_compress_params_t pc[] = {
+        { .kind = GCOLL_COMPRESS_ONEBIT }, { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.1 } };
+    static const int steps[] = { 100, 200 };
+    for (int k = 0; k < 2; k++) {
+        char name[64];
+        const size_t n = 16384;
+        gcoll_compress_params_t no = pc[k];
+        no.no_error_feedback = 1;
+        double ef = mean_error(comm, &pc[k], n, steps[k]), nf = mean_error(comm, &no, n, steps[k]);
+        if (rank == 0)
+            printf("%s, %d nodes, %zu elements: relative error of the mean of %d calls %.2e, "
+                   "without error feedback %.2e (%.1fx)\n", cfg_name(&pc[k], name, sizeof name),
+                   ngroups, n, steps[k], ef, nf, nf / ef);
+        CHECK(ef < 0.10 && nf >= 2 * ef, "%s convergence over %d calls: %.2e (at most 0.10), "
+              "without error feedback %.2e (at least twice that)", name, steps[k], ef, nf);
+    }
 }
 
 /* An Inf in one step (an overflow under dynamic loss scaling) reaches that
@@ -334,13 +437,19 @@ static uint64_t inter_bytes(gcoll_comm_t comm)
     return s.bytes_sent_inter_node;
 }
 
+/* Inter-node bytes of the busiest rank, each codec against the exact
+ * allreduce of the same tensor.  Where the nodes are equal (the layout the
+ * compression is for): BF16 at most 0.55 of the exact bytes; TopK 1% and
+ * 1-bit (defaults) at least 20x fewer, and within the bound gcoll.h states
+ * for the scheme the library must pick at this N (two-phase: 2 (N-1)
+ * chunk payloads; gather: N-1 share payloads), which for 1-bit is
+ * 2 (N-1)/N share/8 bytes plus scales and padding at any N. */
 static void test_traffic(gcoll_comm_t comm)
 {
-    const size_t n = 1u << 20;
+    const size_t n = nranks > 4 ? 1u << 18 : 1u << 20;   /* oversubscribed: modest */
     static const gcoll_compress_params_t ps[] = {
         { .kind = GCOLL_COMPRESS_BF16 }, { .kind = GCOLL_COMPRESS_TOPK },
         { .kind = GCOLL_COMPRESS_ONEBIT } };
-    static const double limit[] = { 0.55, 0.05, 0.1 };   /* of the exact allreduce's bytes */
     float *buf = malloc(sizeof(float) * n);
     for (size_t i = 0; i < n; i++) buf[i] = input(rank, i, 0);
     uint64_t b0 = inter_bytes(comm), exact, mine, all;
@@ -348,6 +457,7 @@ static void test_traffic(gcoll_comm_t comm)
     exact = inter_bytes(comm) - b0;
     MPI_Allreduce(&exact, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     exact = all;
+    int equal = nnodes >= 2 && ngroups == nnodes;
     for (int k = 0; k < 3; k++) {
         gcoll_compressor_t c;
         char name[64];
@@ -358,15 +468,30 @@ static void test_traffic(gcoll_comm_t comm)
         mine = inter_bytes(comm) - b0;
         MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
         gcoll_compressor_destroy(c);
+        ref_t ref = { ps[k], NULL, NULL, n, (n + (size_t)L - 1) / (size_t)L };
+        size_t N = (size_t)ngroups, cs = ref_chunk(&ref), bound = 0;
+        if (k > 0)
+            bound = cs ? 2 * (N - 1) * ref_payload(&ps[k], cs)
+                       : (N - 1) * ref_payload(&ps[k], ref.share);
+        cfg_name(&ps[k], name, sizeof name);
         if (rank == 0)
-            printf("4 MiB: busiest rank's inter-node bytes %s %llu, exact allreduce %llu (%.3f)\n",
-                   cfg_name(&ps[k], name, sizeof name), (unsigned long long)all,
-                   (unsigned long long)exact, exact ? (double)all / (double)exact : 0.0);
-        /* the promise holds where hierarchy applies: equal nodes of several ranks, two nodes */
-        if (nnodes == 2 && L > 1)
-            CHECK(all > 0 && (double)all <= limit[k] * (double)exact,
-                  "%s sent %llu inter-node bytes, over %.2f of the exact %llu", name,
-                  (unsigned long long)all, limit[k], (unsigned long long)exact);
+            printf("bytes: %d nodes of %d, %zu floats: busiest rank's inter-node bytes %s %llu "
+                   "(%s due), exact allreduce %llu: %.1fx fewer\n", nnodes, nranks / nnodes, n,
+                   name, (unsigned long long)all, k == 0 ? "two-phase" : cs ? "two-phase"
+                   : "gather", (unsigned long long)exact, all ? (double)exact / (double)all : 0.0);
+        if (!equal) continue;   /* the promise holds where hierarchy applies */
+        if (k == 0)
+            CHECK(all > 0 && (double)all <= 0.55 * (double)exact,
+                  "%s sent %llu inter-node bytes, over 0.55 of the exact %llu", name,
+                  (unsigned long long)all, (unsigned long long)exact);
+        else
+            CHECK(all > 0 && 20.0 * (double)all <= (double)exact && all <= bound,
+                  "%s sent %llu inter-node bytes: not 20x fewer than the exact %llu, or over "
+                  "the %s bound %zu", name, (unsigned long long)all, (unsigned long long)exact,
+                  cs ? "two-phase" : "gather", bound);
+        if (k == 2 && cs)   /* issue 14: 2 (N-1)/N share/8, plus scales and 8-byte padding */
+            CHECK(all <= 2 * (N - 1) * ((cs + 7) / 8 + 4 * ((cs + 2047) / 2048) + 8),
+                  "onebit: %llu bytes over 2 (N-1)/N share/8 plus scales", (unsigned long long)all);
     }
     free(buf);
 }

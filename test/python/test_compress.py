@@ -9,7 +9,10 @@ per rank of the group, add each share's residual (float32), decode with a
 codec written here (bfloat16 by bit rounding, TopK by a stable sort, 1-bit
 by a sequential float64 sum), keep x - decoded as the next residual, and
 sum the decoded shares in group order in float32; for BF16 add the chunk
-owner's residual, round once more and keep what that drops.  Residuals that
+owner's residual, round once more and keep what that drops.  TopK and
+1-bit go two-phase where that sends fewer bytes (N >= 3 nodes, or groups,
+for all but tiny counts): each chunk of a share decoded alone, the chunk's
+owner summing it over the groups, adding its residual, decoding again.  Residuals that
 are not finite are dropped.  Every codec must match bit for bit.  One node,
 or codec NONE, must equal mpi4py's Allreduce bit for bit.
 Every rank must hold rank 0's bits.  Three calls per case (the residual
@@ -124,9 +127,66 @@ class Reference:
             return topk(x, self.ratio)
         return onebit(x, self.block)
 
+    def payload(self, n):
+        """Bytes of a TopK or 1-bit payload of n elements, rounded up to 8
+        (gcoll.h: an index and a value per kept element; a float scale per
+        block and a bit per element)."""
+        if self.kind == gcoll.Compress.TOPK:
+            b = 8 * (min(max(math.ceil(self.ratio * n * (1 - 1e-12)), 1), n) if n else 0)
+        else:
+            blk = min(self.block, n) or 1
+            b = 4 * -(-n // blk) + -(-n // 8)
+        return -(-b // 8) * 8
+
+    def chunk(self):
+        """Elements per chunk of the two-phase exchange (TopK, 1-bit), or 0
+        where libgcoll gathers whole shares: two-phase when 2 chunk payloads
+        are fewer bytes than one share payload."""
+        if self.kind not in (gcoll.Compress.TOPK, gcoll.Compress.ONEBIT):
+            return 0
+        cs = -(-self.share // NGROUPS)
+        return cs if 2 * self.payload(cs) < self.payload(self.share) else 0
+
+    def two_phase(self, t, cs):
+        """Call t by the two-phase exchange: each group's share l decoded
+        chunk by chunk with its worker residual; the owner of chunk j of
+        share l sums it over the groups in group order (float32), adds its
+        own residual, decodes once more and keeps what that drops."""
+        n = self.share
+        dec = np.zeros((NGROUPS, L, n), f32)
+        for g in range(NGROUPS):
+            acc = np.zeros(n * L, np.int64)
+            for r in range(SIZE):
+                if GROUP[r] == g:
+                    acc[:self.count] += data(r, self.count, t).astype(np.int64)
+            shares = acc.astype(f32).reshape(L, n)
+            for l in range(L):
+                x = shares[l] + self.resid[g, l] if self.resid is not None else shares[l]
+                for o in range(0, n, cs):
+                    dec[g, l, o:o + cs] = self.decode(x[o:o + cs])
+                if self.resid is not None:
+                    self.resid[g, l] = finite(x - (f32(0) + dec[g, l]))
+        want = np.zeros(n * L, f32)
+        for l in range(L):
+            for o in range(0, n, cs):
+                y = np.zeros(min(cs, n - o), f32)
+                for g in range(NGROUPS):
+                    y += dec[g, l, o:o + cs]
+                at = slice(l * n + o, l * n + o + y.size)
+                if self.owner is not None:
+                    y = y + self.owner[at]
+                z = f32(0) + self.decode(y)
+                if self.owner is not None:
+                    self.owner[at] = finite(y - z)
+                want[at] = z
+        return want[:self.count], None
+
     def call(self, t):
         """Sum of call t over ranks (float32), and None: no rounding bound,
         every result must match bit for bit."""
+        cs = self.chunk()
+        if cs:
+            return self.two_phase(t, cs)
         want = np.zeros(self.share * L, f32)
         for g in range(NGROUPS):
             acc = np.zeros(self.share * L, np.int64)

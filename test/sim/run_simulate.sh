@@ -128,5 +128,16 @@ check "malformed size range exits 2" $?
 [ $? = 2 ]
 check "zero nodes exits 2" $?
 
+# (f) --compress: TopK 1% and 1-bit send >= 20x fewer inter-node bytes
+#     per rank than the exact allreduce at 16 and 64 nodes x 8 ranks
+for n in 16 64; do
+    "$SIM" -q -c allreduce --compress -n $n -p 8 -m 4M:4M --csv "$DIR/c$n.csv" >/dev/null &&
+    awk -F, 'NR > 1 { b[$5] = $8 } END { exit !(b["exact"] >= 20 * b["topk(0.01)"] &&
+             b["exact"] >= 20 * b["onebit(2048)"]) }' "$DIR/c$n.csv"
+    check "compressed allreduce ${n}x8: TopK 1% and 1-bit >= 20x fewer inter-node bytes" $?
+done
+"$SIM" -q -c allreduce --compress -n 1 -p 2 >/dev/null 2>&1; [ $? = 2 ]
+check "--compress on one node exits 2" $?
+
 echo "run_simulate: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -4,8 +4,9 @@
  * reference's decoded vector bit for bit, and what encode leaves behind must
  * be x - decoded (the error-feedback residual), over sizes 1..10^4, ties, signed
  * zeros, subnormals, infinities and NaN; plus payload sizes, TopK's index
- * order, parameter defaults and rejections.  Exit 0 on success, 1 on any
- * failure. */
+ * order, parameter defaults and rejections; and the compressor's plan
+ * (gather or two-phase, slot sizes) against the rule gcoll.h states.  Exit
+ * 0 on success, 1 on any failure. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -224,12 +225,88 @@ static void test_params(void)
               "codec %d registered", k);
 }
 
+/* gcoll_codec_plan against the rule gcoll.h states, with the payload sizes
+ * of the formats written out here: BF16 two-phase always (2 bytes per
+ * element of a chunk of ceil(s/N)); TopK and 1-bit two-phase exactly when
+ * two chunk payloads (rounded up to 8) are fewer bytes than one share
+ * payload, so never at N = 2; and then within issue 14's bounds: 1-bit
+ * 2 (N-1) slots of about s/(8N) plus scales, TopK 2 (N-1) slots under
+ * 16 r s + 16 (N-1)(1 + r) bytes in all. */
+static size_t want_payload(const gcoll_compress_params_t *p, size_t n)
+{
+    size_t b;
+    if (p->kind == GCOLL_COMPRESS_TOPK) {
+        b = 8 * ref_topk_k(p->topk_ratio, n);
+    } else {
+        size_t blk = p->onebit_block < n ? p->onebit_block : n ? n : 1;
+        b = 4 * ((n + blk - 1) / blk) + (n + 7) / 8;
+    }
+    return (b + 7) / 8 * 8;
+}
+
+static void test_plan(void)
+{
+    static const gcoll_compress_params_t ps[] = {
+        { .kind = GCOLL_COMPRESS_BF16 },
+        { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.01 },
+        { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.1 },
+        { .kind = GCOLL_COMPRESS_ONEBIT, .onebit_block = 64 },
+        { .kind = GCOLL_COMPRESS_ONEBIT, .onebit_block = 2048 },
+        { .kind = GCOLL_COMPRESS_ONEBIT, .onebit_block = SIZE_MAX } };
+    static const size_t shares[] = { 1, 2, 7, 100, 1000, 4099, 65536, 131072, 1u << 20 };
+    static const size_t Ns[] = { 2, 3, 4, 5, 8, 16, 64, 512 };
+    for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++)
+        for (size_t i = 0; i < sizeof(shares) / sizeof(shares[0]); i++)
+            for (size_t j = 0; j < sizeof(Ns) / sizeof(Ns[0]); j++) {
+                const gcoll_compress_params_t *p = &ps[k];
+                size_t s = shares[i], N = Ns[j], cs = (s + N - 1) / N, stride = 12345;
+                size_t got = gcoll_codec_plan(p, s, N, &stride);
+                size_t want, want_stride;
+                if (p->kind == GCOLL_COMPRESS_BF16) {
+                    want = cs;
+                    want_stride = 2 * cs;
+                } else if (2 * want_payload(p, cs) < want_payload(p, s)) {
+                    want = cs;
+                    want_stride = want_payload(p, cs);
+                } else {
+                    want = 0;
+                    want_stride = want_payload(p, s);
+                }
+                CHECK(got == want && stride == want_stride, "plan kind %d (ratio %g block %zu) "
+                      "share %zu N %zu: chunk %zu stride %zu, want %zu %zu", (int)p->kind,
+                      p->topk_ratio, p->onebit_block, s, N, got, stride, want, want_stride);
+                if (p->kind != GCOLL_COMPRESS_BF16 && N == 2)
+                    CHECK(!got, "plan kind %d share %zu: two-phase at N = 2", (int)p->kind, s);
+                if (p->kind == GCOLL_COMPRESS_ONEBIT && got) {
+                    size_t blk = p->onebit_block < cs ? p->onebit_block : cs;
+                    CHECK(stride <= (cs + 7) / 8 + 4 * ((cs + blk - 1) / blk) + 7,
+                          "onebit plan share %zu N %zu: slot %zu over signs + scales", s, N,
+                          stride);
+                }
+                if (p->kind == GCOLL_COMPRESS_TOPK && got) {
+                    double r = p->topk_ratio;
+                    CHECK((double)(2 * (N - 1) * stride) <
+                          16 * r * (double)s + 16.0 * (double)(N - 1) * (1 + r),
+                          "topk plan share %zu N %zu ratio %g: %zu bytes per rank over the "
+                          "bound", s, N, r, 2 * (N - 1) * stride);
+                }
+            }
+    /* large shares go two-phase from N = 3 on */
+    gcoll_compress_params_t t = { .kind = GCOLL_COMPRESS_TOPK, .topk_ratio = 0.01 },
+                            o = { .kind = GCOLL_COMPRESS_ONEBIT, .onebit_block = 2048 };
+    size_t st;
+    for (size_t N = 3; N <= 64; N++)
+        CHECK(gcoll_codec_plan(&t, 1u << 20, N, &st) && gcoll_codec_plan(&o, 1u << 20, N, &st),
+              "a share of 2^20 gathers at N = %zu", N);
+}
+
 int main(void)
 {
     test_bf16();
     test_topk();
     test_onebit();
     test_params();
+    test_plan();
     printf("%s: %d checks, %d failures\n", failures ? "FAIL" : "PASS", checks, failures);
     return failures ? 1 : 0;
 }
