@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* OSU-style benchmarks of libgcoll.  Each gcoll_bench_<collective> program is
  * one descriptor (gcoll_bench_coll_t: how to call the collective through
  * libgcoll and through MPI, what its inputs are and what its outputs must be)

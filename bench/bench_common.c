@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The measurement loop shared by every gcoll_bench_<collective>.
  *
  * Per size: fill the inputs, optionally validate (untimed runs with fresh

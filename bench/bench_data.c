@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test data of the benchmarks: small integers stored in any libgcoll dtype,
  * chosen so that every correct result is known in closed form and exact,
  * which lets -c compare outputs bit for bit.  Also the nccl-tests bandwidth

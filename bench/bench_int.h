@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internals shared by the benchmark driver's files: options (bench_opts.c),
  * the measurement loop (bench_common.c) and output (bench_output.c). */
 #ifndef GCOLL_BENCH_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Buffer placement for -d host|cuda.  Device buffers get host images: inputs
  * are written on the host and copied up, outputs copied down to be checked,
  * so the data and the checks are the same code for both placements. */

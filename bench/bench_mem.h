@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Buffer placement of the benchmarks (-d host|cuda). */
 #ifndef GCOLL_BENCH_MEM_H
 #define GCOLL_BENCH_MEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command line of the benchmarks, OSU's letters where OSU has them. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the benchmarks print, on rank 0: OSU's header and rows (plus the
  * nccl-tests algbw/busbw columns and final average), and the same numbers as
  * CSV (one record per size, written as each size completes) and JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The overlap measurement of gcoll_bench_i<collective>, in the manner of
  * OSU's osu_iallreduce:
  *

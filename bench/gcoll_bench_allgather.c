@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_allgather: OSU-style latency of gcoll_allgather against
  * MPI_Allgather.  Size is each rank's contribution (OSU); algbw counts the
  * whole gathered buffer, ranks*Size (nccl-tests). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_allreduce: OSU-style latency of gcoll_allreduce (sum) against
  * MPI_Allreduce.  Rank r's element j is a(r) + b(j), so every output element
  * is sum_r a(r) + n*b(j), computed in closed form for -c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_allreduce_compressed: OSU-style latency of
  * gcoll_allreduce_compressed (float32 sum) against MPI_Allreduce.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_alltoall: OSU-style latency of gcoll_alltoall against
  * MPI_Alltoall.  Size is the block sent to each peer (OSU); algbw counts a
  * rank's whole buffer, ranks*Size (nccl-tests).  Values depend on source and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_barrier: OSU-style latency of gcoll_barrier against
  * MPI_Barrier.  One row (size 0); no data, so nothing for -c to check. */
 #include "bench.h"

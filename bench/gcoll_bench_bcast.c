@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_bcast: OSU-style latency of gcoll_bcast against MPI_Bcast.
  * The root's buffer holds values tied to the root and the index; the other
  * ranks start from the sentinel, so an element never delivered is caught. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Device reduction kernel throughput on one GPU: gcoll_cuda_reduce over
  * nsrc inputs of SIZE bytes each, into one output, timed with CUDA events
  * (median of 20 launches after 5 warm-ups), against a device-to-device

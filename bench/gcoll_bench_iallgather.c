@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_iallgather: OSU-style overlap of gcoll_iallgather with
  * computation, against MPI_Iallgather (osu_iallgather).  Size is each
  * rank's contribution (OSU); data and checks as gcoll_bench_allgather. */

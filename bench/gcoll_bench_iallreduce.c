@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_iallreduce: OSU-style overlap of gcoll_iallreduce (sum) with
  * computation, against MPI_Iallreduce (osu_iallreduce).  Data and checks as
  * gcoll_bench_allreduce: rank r's element j is a(r) + b(j), so every output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_ibcast: OSU-style overlap of gcoll_ibcast with computation,
  * against MPI_Ibcast (osu_ibcast).  Data and checks as gcoll_bench_bcast:
  * the root's buffer holds values tied to the root and the index; the other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Does an idle libgcoll communicator slow the application's own MPI?
  *
  * Times MPI_Allreduce (float32 sum, MPI_COMM_WORLD) per size, alternating

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_reduce: OSU-style latency of gcoll_reduce (sum) against
  * MPI_Reduce.  Inputs as for allreduce; only the root checks its output. */
 #include "bench.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_bench_reduce_scatter: OSU-style latency of gcoll_reduce_scatter
  * (sum) against MPI_Reduce_scatter_block.  Size is the block each rank
  * receives, so any size runs on any number of ranks; algbw counts the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory-system ceiling a shared-memory collective runs against: every
  * rank of the job (one per core) streams over arrays at the same time, as an
  * allreduce's ranks do, and rank 0 prints the aggregate bytes moved per

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot results of the gcoll_bench_<collective> programs.
 
 Reads one or more result files written with --csv FILE or --json FILE and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Compile a CUDA source into a libtool object, the way libtool would for a C
 # source: libtool does not know nvcc (it would pass -fPIC, which nvcc takes
 # only through -Xcompiler).  Writes TARGET.lo naming a PIC object under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The README's example: an in-place float allreduce over MPI_COMM_WORLD.
  *   mpicc allreduce_hello.c $(pkg-config --cflags --libs gcoll) -o hello
  *   mpirun -n 4 ./hello        (every rank prints the same sum) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Data-parallel SGD with a compressed gradient allreduce: every rank holds
  * the same model w and a different data shard; each step averages the
  * gradients with TopK(10%) compression between nodes and error feedback.

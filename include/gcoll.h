@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file gcoll.h
  * @brief libgcoll: GPU-aware, hierarchical collective operations over MPI.

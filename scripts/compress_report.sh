@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Compressed allreduce against the exact one on 4 ranks as 2 simulated nodes,
 # with the inter-node link emulated: UCX over TCP on the loopback device
 # (UCX_TLS=tcp,self), which a token-bucket qdisc limits to RATE.  Intra-node

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU checks in one command, for a machine with an NVIDIA GPU and no
 # network (the project's lent H200): build libgcoll with CUDA from a source
 # tarball, run the device tests, and benchmark allreduce on device buffers.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The measurements behind docs/PERFORMANCE.md, in one run, from a build
 # directory (default ./build).  Each benchmark times libgcoll and the system
 # MPI interleaved on the same buffers (--impl both), so the machine's drift

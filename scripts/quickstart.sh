@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: install dependencies, build libgcoll, then run the OSU-style
 # allreduce benchmark on 2 local ranks with libgcoll and the system MPI timed
 # side by side (interleaved, same buffers), and plot the result.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Summarise several gcoll_tune sweeps of one collective: per size, each
 algorithm's median over the sweeps (of the medians gcoll_tune wrote in the
 table's comment lines), and how the hierarchical algorithms compare with the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Build libgcoll from scratch in ./build (VPATH) and run the whole test suite:
 #   ./autogen.sh (if needed) && ../configure && make -j2 && make check
 # The last line printed is test/summary.sh's "N passed, N failed, N skipped",

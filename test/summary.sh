@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Summarise an automake test run from its .trs files (one ":test-result:"
 # line per result; PASS/XFAIL count as passed, FAIL/ERROR/XPASS as failed,
 # SKIP as skipped).  The last line printed is exactly

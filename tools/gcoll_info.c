@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_info: what this libgcoll is, what it was built with, the GCOLL_*
  * environment in force, (-a) the algorithms GCOLL_ALGO accepts and (-s) the
  * selection table in force.  Runs without mpirun; a malformed GCOLL_*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_simulate: predicted time of every algorithm of a collective on a
  * cluster this machine cannot host (e.g. 64 nodes x 8 ranks), from the exact
  * schedules of all ranks run through the simulator executor (libgcoll/sim).

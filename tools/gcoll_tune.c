@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_tune: measure every applicable algorithm of each collective over a
  * range of message sizes on the allocation it runs on, and write a selection
  * table (docs/TUNING.md) that GCOLL_TUNE_FILE accepts.

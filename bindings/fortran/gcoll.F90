@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! Fortran 2008 binding of libgcoll (include/gcoll.h): module gcoll.
 !
 !   use mpi_f08

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* C side of the Fortran 2008 binding (module gcoll, gcoll.F90).
  *
  * Two things Fortran cannot do portably by itself (and, for the nonblocking

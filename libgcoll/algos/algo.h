@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An algorithm is a descriptor registered in one list (algos/registry.c):
  * its name as GCOLL_ALGO spells it, the collective it serves, a cost estimate
  * and a schedule builder.  A builder only appends steps to a schedule: it does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Peer and offset arithmetic of the algorithms, as small pure functions so
  * they are unit-tested on their own (test/unit/test_peers.c). */
 #ifndef GCOLL_PEERS_H

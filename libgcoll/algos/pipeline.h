@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Software pipelining of a chunked algorithm: nseg segments, each a chain of
  * len steps, at most depth segments in flight (segment g starts at round
  * gcoll_pipe_start(g, depth, len), peers.h).  Round t runs step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one list where algorithms are registered.  Adding an algorithm: write
  * its file under algos/<collective>/, define its descriptor there, declare it
  * here and add it to gcoll_algos[].  Nothing else needs to change: GCOLL_ALGO,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The kinds of collective, as schedules and the shared-memory level name
  * them (NODE steps carry one).  Bottom layer: names and the registry are in
  * algos/algo.h. */

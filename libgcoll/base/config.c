@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one configuration table: every GCOLL_* variable, its default, its
  * documentation and its parser.  gcoll_info prints this table; the README's
  * environment table is written from it. */

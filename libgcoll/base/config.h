@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one configuration table.  Every GCOLL_* environment variable is an entry
  * of gcoll_config_table[] in config.c (name, default, documentation, parser,
  * field); gcoll_config_load() parses them all into gcoll_config, rejecting a

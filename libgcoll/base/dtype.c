@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Datatype and operation metadata: sizes and names, indexed by the enums. */
 #include "gcoll.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Elementwise math shared by the host kernels (gcc) and the device kernels
  * (nvcc): the reduction of one element and the fp16/bf16 <-> float32
  * conversions.  One definition for both, so the numerics the CPU tests check

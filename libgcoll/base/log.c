@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Log output: "[gcoll host:rank] LEVEL file:line message" on stderr, one
  * write per line so lines of different ranks do not interleave mid-line. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One logging macro family.  The level is tested before any formatting, so a
  * disabled trace costs one predictable branch on the fast path. */
 #ifndef GCOLL_LOG_H

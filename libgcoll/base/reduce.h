@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host reduction kernels: one vectorizable loop per dtype x op, dispatched by a
  * table.  The elementwise math (the reduction of one element, fp16/bf16
  * conversion) lives in dtype_math.h, which gcc and nvcc both compile. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Status codes, the thread-local last-error sentence, and the version. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One error path: a failure is described once, where it is detected, by
  * GCOLL_ERROR(), which stores the sentence for gcoll_last_error(), logs it at
  * INFO (WARN for transport and internal errors) and yields the status so the

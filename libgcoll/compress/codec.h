@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Gradient codecs: what crosses the network in a compressed allreduce.
  *
  * A codec turns a float32 vector x[n] (a rank's share of its node's sum,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* BF16: each float32 rounded to bfloat16 (nearest-even, the same conversion
  * as the GCOLL_BFLOAT16 reductions: core/dtype_math.h).  Half the bytes of
  * float32, relative error at most 2^-8 per element before error feedback.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ONEBIT: one sign bit per element and, per block of onebit_block elements,
  * one float32 scale, the block's mean magnitude (sum |x| / len, summed in
  * double): decoded x_i = +scale or -scale.  This is the scaled-sign

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TOPK: keep the k = ceil(ratio * n) elements of largest magnitude (ties go
  * to the lower index), as k uint32 indices followed by k float32 values,
  * indices ascending.  The rest is left to error feedback.

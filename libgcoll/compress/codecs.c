@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one list of codecs, and their parameters. */
 #include <math.h>
 #include "compress/codec.h"

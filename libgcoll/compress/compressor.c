@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The compressor and the compressed allreduce.
  *
  * Three levels, each one call on a sub-communicator that keeps the parent's

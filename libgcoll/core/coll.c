@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public collectives: validate → detect memory type → select → build the
  * schedule into a request → start it on the progress engine → (blocking
  * forms) wait.  One path for every collective (coll_post); the

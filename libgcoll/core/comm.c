@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Communicator life: duplicate the MPI communicator, read the configuration,
  * find the node structure, connect the transport; and the registry of live
  * communicators (core/live.h) that lets every call reject a destroyed handle. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The communicator: a private duplicate of the user's MPI communicator, the
  * node structure derived from it, the transport context, the reusable
  * schedule and scratch, and the counters. */

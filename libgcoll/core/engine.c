@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The progress engine (engine.h): the list of outstanding requests, the one
  * progress pass over it, waiting, and the background progress thread.
  *

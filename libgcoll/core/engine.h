@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The progress engine: every outstanding request of the process, in posting
  * order, advanced by one progress function (gcoll_engine_pass) that callers
  * run while they test or wait, and that the background thread runs while

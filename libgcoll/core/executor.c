@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host executor: a request's schedule as a resumable state machine over the
  * communicator's transport and shared segment (executor.h; round semantics
  * in schedule.h).

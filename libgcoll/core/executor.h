@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The host executor: one request's schedule as a state machine (schedule.h
  * gives the round semantics).  gcoll_exec_progress() runs whatever can run
  * now and returns without waiting: it posts a round's transport operations,

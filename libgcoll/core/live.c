@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Registry of live handles: a mutex-protected singly linked list. */
 #include <pthread.h>
 #include <stdlib.h>

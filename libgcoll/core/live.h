@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The registry of live handles (communicators, compressors): every public
  * call looks its handle up here first, so a destroyed or never-created
  * handle is reported as GCOLL_ERR_INVALID_ARG, never dereferenced.  Few

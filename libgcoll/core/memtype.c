@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory-type detection and host staging of CUDA buffers. */
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "core/memtype.h"

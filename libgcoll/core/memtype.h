@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Where a buffer lives.  Detected per call: cudaPointerGetAttributes when
  * built with CUDA and a device is present; host otherwise.  Allreduce of
  * device buffers runs on the CUDA IPC path (libgcoll/cuda/); the other

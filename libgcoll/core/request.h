@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A request: one collective call in flight (or a persistent one at rest),
  * with everything its execution needs, so that many can be outstanding on
  * one communicator.  Requests are pooled per communicator: once warm, a call

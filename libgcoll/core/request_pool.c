@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The per-communicator pool of requests (request_pool.h).  The pool is the
  * application's side of a communicator (its calls are serialised by the
  * application, as for MPI), so it takes no engine lock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests are pooled per communicator: a request returned to the pool
  * keeps its schedule arrays, scratch and transport slots, so a warm call
  * allocates nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Schedule construction and the local-step interpreter shared by executors. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A schedule is what an algorithm builds for one rank: rounds of primitive
  * steps over three buffers (the user's send and receive buffers and a scratch
  * area the executor provides).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Algorithm selection by table.  GCOLL_ALGO forces an algorithm per
  * collective; otherwise the first matching row of the table in force chooses
  * (GCOLL_TUNE's rows, then GCOLL_TUNE_FILE's, then the built-in ones).  The

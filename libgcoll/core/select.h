@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Algorithm selection.  Precedence: GCOLL_ALGO (forced per collective) >
  * rows of GCOLL_TUNE > rows of GCOLL_TUNE_FILE > the built-in table; within
  * that order the first row matching the call wins (docs/TUNING.md).  Rows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Selection tables: parse, match and print the row format of tune_table.h
  * (documented in docs/TUNING.md).  Parsing is strict because a table that is
  * silently half-applied would make performance depend on a typo: every field

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Selection tables: the parser, matcher and printer of the row format that
  * docs/TUNING.md documents.  One format serves the built-in table (compiled
  * in as text), GCOLL_TUNE_FILE, the one-line GCOLL_TUNE string and the files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CUDA IPC allreduce (the protocol is in cuda_ipc.h). */
 #include <stdio.h>
 #include <stdint.h>

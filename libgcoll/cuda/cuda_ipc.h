@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The intra-node path for CUDA buffers: CUDA IPC and device kernels.
  *
  * Each rank of a node owns one device buffer, mapped into every other rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Device reduction kernels: one template over (element type, operation),
  * instantiated for every dtype x op by the dispatch tables below.  The
  * per-element functions are dtype_math.h's, the ones the host kernels call,

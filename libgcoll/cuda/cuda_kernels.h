@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Device reduction kernels (cuda_kernels.cu).  The elementwise math is the
  * host kernels' (core/dtype_math.h, compiled by nvcc as well), so a device
  * reduction gives the same bits as the host one, NaN and fp16/bf16 rounding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Intra-node collectives over one shared-memory segment, for host buffers.
  *
  * A gcoll_shm_t belongs to one node communicator (the ranks of one node, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Intra-node collectives on the shared segment (layout and the step rule in
  * shm_int.h: in phase g write own parity-g buffers, read parity g-1 ones).
  *

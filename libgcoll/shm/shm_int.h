@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Inside of the shared-memory executor: segment layout, the step protocol
  * and the hot wait loop, shared by shm_segment.c and shm_coll.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared segment of a node communicator: creation, mapping, placement,
  * clean-up, and the slow path of the step wait.
  *

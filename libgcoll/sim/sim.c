@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The simulator executor: all ranks' schedules in one process.
  *
  * Execution.  Each rank walks its rounds exactly as schedule.h says: on

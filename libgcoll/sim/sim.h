@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The simulator executor: runs the schedules of all P ranks inside one
  * process, with real data (so results are checked exactly) and an alpha-beta
  * cost model with separate intra- and inter-node parameters (so algorithms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Several requests outstanding on every rank at once, as the progress
  * engine runs them (sim.h, gcoll_sim_run_multi).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Queries on a loaded topology and the GPU/NIC assignment policy.  Nothing
  * here needs hwloc: loading (topo_hwloc.c) fills the arrays, this file only
  * reads them, so it builds and is tested the same with or without hwloc. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node's topology as libgcoll sees it: NUMA nodes, cores, and the GPUs
  * and NICs with their PCIe locality, read through hwloc from this machine or
  * from a recorded XML file (tests), with NVLink peers from NVML when that

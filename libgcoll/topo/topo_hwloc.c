@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Loading a topology through hwloc, from this machine or from an XML file,
  * and rating each pair of devices as nvidia-smi does.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Inside the topology: the entities (GPUs, then NICs, then NUMA nodes) and
  * their pairwise relationships, computed once at load time so the hwloc
  * handle can be released and queries are plain array reads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NVLink peers through NVML, loaded with dlopen at run time: the library is
  * part of the NVIDIA driver, not of the CUDA toolkit, so libgcoll must not
  * link it (it would not start on a machine without the driver), and its

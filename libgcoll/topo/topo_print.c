@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The topology matrix in the manner of `nvidia-smi topo -m`, so that people
  * who read one can read the other: same labels, same legend, with NUMA
  * nodes as rows and columns too (a device is PHB from its own). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `gcoll_info --topo`: the node's matrix and what libgcoll decided from it.
  * Every rank reads its own node's topology (ranks of other nodes may sit on
  * different hardware) and rates itself; rank 0 gathers one fixed-size

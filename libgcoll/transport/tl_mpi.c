@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI point-to-point transport: the portable fallback.  Every operation is an
  * MPI_Isend/MPI_Irecv on the communicator's private duplicate, so libgcoll's
  * messages never match the application's.

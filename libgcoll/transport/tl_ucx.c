@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* UCX transport: one ucp context and one worker per communicator, tag
  * send/receive with UCX's own protocol choice (eager for small messages,
  * zero-copy rendezvous for large ones, any size).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point transports the executor drives: UCX (default where built)
  * and MPI point-to-point (portable fallback).  A transport is a table of
  * operations chosen at gcoll_comm_create; everything is nonblocking and the

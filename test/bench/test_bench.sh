@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks of the OSU-style benchmarks (bench/gcoll_bench_*): run them under
 # mpirun with 2 ranks and tiny sizes and check that
 #   - the output is OSU-style: title, column header, one numeric row per size,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # CUDA device buffers under mpirun: test_cuda_allreduce at 1, 2 and 3 ranks
 # on one node (the IPC path), 4 ranks as 2 nodes of 2 (IPC within each
 # node, the rails through host memory), 4 as 4 nodes of 1, and 5 as uneven

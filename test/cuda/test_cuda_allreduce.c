@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_allreduce on CUDA device buffers against MPI_Allreduce on host
  * copies of the same inputs, bit for bit: every dtype x op (AVG included),
  * counts 0, 1, primes and one past the IPC path's 8 MiB chunk, in place and

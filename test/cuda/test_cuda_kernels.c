@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device reduction kernels against the host kernels, bit for bit: every
  * dtype x op (and AVG), 1 to 16 inputs, counts around the 16-byte pack
  * width, and pointers off the 16-byte alignment (the scalar path).  The host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The C values of every constant that the Fortran module gcoll mirrors, in
  * the order test_bindings.F90 lists its parameters, compiled from the
  * gcoll.h the library was built with.  Returns how many it wrote. */

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Fortran binding (module gcoll, libgcoll_f08) under mpirun at 1, 2, 3 and
 # 4 ranks, and 4 ranks as 2 simulated nodes: test_bindings.F90 compares every
 # collective with mpi_f08's own, bit for bit (blocking, nonblocking and

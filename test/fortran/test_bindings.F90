@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! The Fortran binding (module gcoll) against mpi_f08's own collectives,
 ! under mpirun (run_fortran.sh: 1-4 ranks, and 4 ranks as 2 simulated nodes).
 !

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GCOLL_CHECK and GCOLL_TIMEOUT on 2 and 3 real ranks, both transports.
 prog=./test/mpi/test_check_timeout
 MPIRUN=${MPIRUN:-mpirun}

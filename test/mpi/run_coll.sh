@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI correctness suite: test_coll_mpi (every collective against the system
 # MPI's own) and test_bad_input under mpirun, over rank counts, transports,
 # simulated node layouts and every algorithm forced in turn.

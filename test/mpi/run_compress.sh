@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gcoll_allreduce_compressed against the serial reference (test_compress_mpi):
 # one rank, one node of 2, 2 nodes of 2 and of 3, 4 nodes of 1, 5 ranks in
 # nodes of 2 (unequal: every rank compresses alone), and 3, 4 and 8 nodes of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's example runs and prints the right sum on 1, 3 and 4 ranks;
 # the compressed SGD example converges on 2 simulated nodes of 2 (it exits 1
 # if the loss did not fall a thousandfold).

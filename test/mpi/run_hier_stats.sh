@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hierarchical allreduce sends no more inter-node bytes per rank than the
 # flat ring: 4 ranks as 2 simulated nodes of 2, and 6 as 2 nodes of 3.
 prog=./test/mpi/test_hier_stats

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Progress-engine suite (test/mpi/test_nonblocking.c) under mpirun:
 #   many        at 1-5 ranks, both transports, both progress modes, one node,
 #               even and uneven simulated nodes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared-memory executor suite: test_shm (every libgcoll/shm collective
 # against MPI's own and a serial reference, back-to-back reuse, barrier
 # ordering, timeout) at 1, 2, 3 and 4 ranks; 3 and 4 oversubscribe a 2-core

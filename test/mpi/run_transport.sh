@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Transport tests under mpirun: test/mpi/test_transport (every transport
 # built, mpi and ucx) at 2 and 3 ranks, plus 1 rank (messages to self).
 #

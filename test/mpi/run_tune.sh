@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Selection tables under mpirun (docs/TUNING.md):
 #   (a) a malformed GCOLL_TUNE_FILE makes gcoll_comm_create fail on 2 ranks
 #       with GCOLL_ERR_INVALID_ARG naming the file and line, and gcoll_info

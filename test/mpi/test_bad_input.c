@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad input never crashes and never hangs (gcoll.h): every invalid argument
  * returns its documented status with a sentence in gcoll_last_error().
  *

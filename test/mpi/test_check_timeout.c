@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GCOLL_CHECK and GCOLL_TIMEOUT, on real ranks (2 or more):
  * - with GCOLL_CHECK=1, ranks passing different counts all get
  *   GCOLL_ERR_MISMATCH and a sentence; matching calls still succeed;

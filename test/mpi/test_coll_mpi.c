@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MPI correctness driver: every libgcoll collective against the system MPI's
  * own collective on the same inputs, compared bit for bit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gcoll_allreduce_compressed under a real MPI job, against a serial
  * reference that simulates the whole job on every rank with the reference
  * codecs of test/ref_codecs.h (written apart from libgcoll/compress):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchy saves network bytes: with several (simulated) nodes, the
  * hierarchical allreduce must send, per rank, no more bytes to other nodes
  * than the flat ring, as gcoll_comm_get_stats counts them, and must still

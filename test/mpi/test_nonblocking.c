@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The progress engine under mpirun: nonblocking and persistent collectives
  * against MPI's own blocking collectives on the same inputs, bit for bit.
  *

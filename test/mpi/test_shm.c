@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared-memory executor (libgcoll/shm) against MPI's own collectives
  * and a serial reference, on a real segment with real MPI ranks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The point-to-point transports under a real MPI job (no mocks).
  *
  * For each transport built (mpi, ucx) on a hand-made minimal communicator:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* For run_tune.sh: create a communicator under the GCOLL_* environment the
  * script sets, report the outcome of gcoll_comm_create on rank 0, and if it
  * succeeded run one allreduce per size given on the command line (so that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Python binding (bindings/python/gcoll) under mpirun at 1, 2, 3 and 4
 # ranks, and 4 ranks as 2 simulated nodes: test_bindings.py compares every
 # collective with mpi4py's MPI and a serial reference, test_compress.py the

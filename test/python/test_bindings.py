@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Python binding against independent references, under mpirun.
 
 Every rank's input is a known function of (rank, index) with small integer

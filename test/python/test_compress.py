@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """gcoll.Compressor (the compressed allreduce) against a serial reference of
 the whole job in NumPy, under mpirun.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Python binding with CUDA arrays (CuPy), under mpirun, on a GPU machine.
 
 gcoll.Comm takes any object with __cuda_array_interface__.  allreduce of

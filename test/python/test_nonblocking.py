@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The Python binding's nonblocking and persistent collectives (gcoll.Request)
 against independent references, under mpirun.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gcoll_simulate (docs/SIMULATION.md):
 #   (a) allreduce --verify at 1x4, 2x2, 3x4 and 5x2 (nodes x ranks per node):
 #       exit 0, the CSV has one row per (size, algorithm), every algorithm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Every registered algorithm, through the simulator, against a serial
  * reference computed here from the inputs (not with the library's kernels).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Several requests outstanding on every rank at once, in the simulator
  * (gcoll_sim_run_multi): for every registered algorithm, three requests of
  * different sizes (and roots) interleaved must give, bit for bit, what each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The layers point one way: libgcoll/base (status, logging, configuration,
 # datatypes and their kernels) includes nothing of libgcoll above it.  Fails,
 # naming the line, if a file there includes a libgcoll header outside base/.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Spack and EasyBuild recipes in contrib/ against this tree:
 # check_contrib.py compares them with ./configure --help, configure.ac's
 # version and the files `make install` puts in a scratch DESTDIR.

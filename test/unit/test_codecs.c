@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit test of the compression codecs (libgcoll/compress) against the
  * independent reference codecs of test/ref_codecs.h: for each codec, the
  * payload decoded by the library (accumulate into zeros) must equal the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the peer and offset arithmetic in algos/peers.h: each
  * function against its defining property, for many sizes, so that the
  * algorithms built on them can trust them.  One line per failure; exit 1. */

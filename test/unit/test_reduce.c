@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit test of the host reduction kernels, the AVG division and the fp16/bf16
  * conversions, against a serial reference computed independently:
  * integers in 128-bit arithmetic then truncated; floats in double, with 16-bit

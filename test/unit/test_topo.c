@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Topology (libgcoll/topo) on the recorded machines in test/topo:
  *   vm-2core.xml           this build VM: 1 NUMA node, 2 cores, a virtio NIC, no GPU
  *   dgx-like.xml           2 NUMA nodes; per node a root port → top switch → two

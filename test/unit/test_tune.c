@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Selection tables (core/tune_table.c, core/select.c): the built-in table
  * parses, prints and re-parses to the same rows, and chooses exactly what the
  * hand-written rules it replaced chose; malformed tables are rejected whole

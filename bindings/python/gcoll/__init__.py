@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Python binding of libgcoll over mpi4py, for NumPy arrays and CUDA arrays.
 
     from mpi4py import MPI

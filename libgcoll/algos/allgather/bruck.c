@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bruck allgather: ceil(log2 P) rounds for any P.
  *
  * Blocks are gathered in a scratch buffer tmp in rotated order, tmp[j] being

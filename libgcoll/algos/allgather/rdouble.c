@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recursive-doubling allgather, for a power-of-two number of ranks.
  *
  * In round k a rank exchanges everything it has (2^k blocks, aligned on 2^k)

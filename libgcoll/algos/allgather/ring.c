@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring allgather.
  *
  * Each rank passes to its successor the block it received in the previous

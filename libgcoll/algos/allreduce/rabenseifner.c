@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rabenseifner allreduce: recursive-halving reduce-scatter, then
  * recursive-doubling allgather.
  *

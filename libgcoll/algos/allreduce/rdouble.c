@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recursive-doubling allreduce: log2 rounds of whole-buffer exchanges.
  *
  * In round k a rank exchanges its partial result with the rank whose virtual

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Allreduce as reduce to group index 0, then broadcast from it.
  *
  * The model of a composition: this file builds nothing itself, it calls the

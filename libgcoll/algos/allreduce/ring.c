@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring allreduce: reduce-scatter then allgather around the ring, pipelined.
  *
  * The buffer is cut into segments of about P * chunk bytes; each segment is

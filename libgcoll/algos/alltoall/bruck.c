@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bruck's alltoall, for small messages: ceil(log2 P) steps for any P.
  *
  * Number the blocks of index me by distance: block j (j = 0 .. P-1) is the

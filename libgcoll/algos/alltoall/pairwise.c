@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Pairwise-exchange alltoall, for large messages.
  *
  * In step k (k = 1 .. P-1) index me sends its block for me+k and receives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Dissemination barrier (Hensgen, Finkel and Manber).
  *
  * In round k (k = 0 .. L-1, L = ceil(log2 P)) index me signals me + 2^k and

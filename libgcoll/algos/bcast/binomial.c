@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binomial-tree broadcast from any root, pipelined in chunks.
  *
  * Ranks are numbered relative to the root (rel = me - root mod P).  rel > 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical allgather (nodes of equal size holding consecutive ranks):
  * each node gathers its blocks through shared memory into their place in dst,
  * the node leaders allgather whole node regions across nodes, and each node

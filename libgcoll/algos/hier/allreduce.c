@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical allreduce, two forms.
  *
  * "hier" (bandwidth): on a node of L ranks, each rank ends the intra-node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical allreduce with the node level over the transport ("hier_p2p").
  *
  * The same three levels as "hier" (allreduce.c), but the node's reduce-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical barrier: node barrier (shm), dissemination among the node
  * leaders, node barrier again (so no rank leaves before every node arrived).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical bcast: the root and the first rank of every other node (the
  * node "heads") run a binomial bcast across nodes, then each node broadcasts
  * from its head through shared memory.  Any node shape.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Run a flat algorithm on a sub-group (leaders or a rail) of the caller's
  * group: the one place hierarchical builders translate index lists into
  * groups and arguments. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The node structure of a group, as hierarchical builders need it: my node's
  * members, the leaders (lowest group index of each node), my rail (the group
  * indices with my local index on every node), and whether nodes are uniform

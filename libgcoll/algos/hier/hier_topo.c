@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Node structure of a group for the hierarchical builders. */
 #include <stdlib.h>
 #include <string.h>

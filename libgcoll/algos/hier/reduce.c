@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical reduce: each node reduces through shared memory to its head
  * (the root on the root's node, the first rank elsewhere), then the heads run
  * a binomial reduce to the root.  Any node shape.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hierarchical reduce_scatter (nodes of equal size holding consecutive
  * ranks): each node reduces the whole input to its leader through shared
  * memory, the leaders reduce-scatter node regions across nodes (ring), and

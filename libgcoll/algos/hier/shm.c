@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Single-node algorithms: the whole collective is one NODE step, run through
  * the node's shared-memory segment (libgcoll/shm).  They serve only
  * communicators that live on one node; on more nodes they decline, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Binomial-tree reduce to any root, pipelined in chunks.
  *
  * The broadcast tree of bcast/binomial.c run backwards: ranks numbered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reduce as reduce-scatter + gather (Rabenseifner's reduce), for large messages.
  *
  * The buffer is cut into P blocks (gcoll_block_off: the first count % P one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recursive-halving reduce-scatter.
  *
  * Each of p2 virtual ranks (p2 = largest power of two <= P) owns a range of

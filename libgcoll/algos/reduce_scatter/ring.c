@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Ring reduce-scatter, pipelined in chunks.
  *
  * Block b (count elements) of every rank's src is summed around the ring and

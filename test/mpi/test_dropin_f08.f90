@@ -1,0 +1,34 @@
+! SPDX-License-Identifier: BSD-3-Clause
+! The PMPI drop-in under `use mpi_f08` (Open MPI's mpi_allreduce_f08_ ...):
+! MPI_Allreduce in place and not, MPI_Bcast, MPI_Barrier, ierror omitted
+! in some calls (the optional argument arrives as NULL).
+program test_dropin_f08
+  use mpi_f08
+  implicit none
+  integer, parameter :: n = 500
+  integer :: ierr, rank, nprocs, i, bad, allbad
+  double precision :: dv(n), dr(n)
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nprocs)
+  bad = 0
+  do i = 1, n
+    dv(i) = dble(rank + i)
+  end do
+  call MPI_Allreduce(dv, dr, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (ierr /= MPI_SUCCESS) bad = bad + 1
+  do i = 1, n
+    if (dr(i) /= dble(nprocs * i + nprocs * (nprocs - 1) / 2)) bad = bad + 1
+  end do
+  call MPI_Allreduce(MPI_IN_PLACE, dv, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD)
+  if (any(dv /= dr)) bad = bad + 1
+  if (rank == 0) dv = 7
+  call MPI_Bcast(dv, n, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD)
+  if (any(dv /= 7)) bad = bad + 1
+  call MPI_Barrier(MPI_COMM_WORLD)
+  call MPI_Allreduce(bad, allbad, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a)', 'fortran use mpi_f08: ', allbad, ' failed'
+  call MPI_Finalize()
+  if (allbad /= 0) stop 1
+end program test_dropin_f08
