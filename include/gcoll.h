@@ -387,9 +387,11 @@ const char *gcoll_compress_name(gcoll_compress_t kind);
  *   (GCOLL_ERR_INVALID_ARG, no request made); the communicator stays usable.
  * - gcoll_comm_destroy() with requests outstanding (active, or persistent
  *   and not freed) returns GCOLL_ERR_INVALID_ARG and destroys nothing.
- * - CUDA buffers and the compressed allreduce are accepted; they run when
- *   posted (after the communicator's earlier requests complete), so their
- *   request is complete at once: no overlap yet for device buffers.
+ * - The compressed allreduce is an engine task: it progresses like the
+ *   others (one compressed call in flight per compressor; those of one
+ *   communicator run in posting order).  CUDA buffers are accepted; they run
+ *   when posted (after the communicator's earlier requests complete), so
+ *   their request is complete at once: no overlap yet for device buffers.
  *
  * Progress: see the file comment and GCOLL_PROGRESS.
  */
@@ -416,7 +418,8 @@ gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t 
 gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
                                gcoll_dtype_t dtype, gcoll_comm_t comm, gcoll_request_t *request);
 gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, gcoll_request_t *request);
-/** Nonblocking gcoll_allreduce_compressed(); runs when posted (see above). */
+/** Nonblocking gcoll_allreduce_compressed(): an engine task (see above);
+ *  a second call on a compressor with one in flight is GCOLL_ERR_INVALID_ARG. */
 gcoll_status_t gcoll_iallreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                            gcoll_dtype_t dtype, gcoll_op_t op,
                                            gcoll_compressor_t compressor,

@@ -47,6 +47,7 @@
 #include <string.h>
 #include "compress/codec.h"
 #include "base/dtype_math.h"
+#include "core/coll.h"
 #include "core/comm.h"
 #include "core/engine.h"
 #include "core/live.h"
@@ -74,7 +75,17 @@ struct gcoll_compressor {
     float                  *resid;      /* share: error feedback (NULL: none) */
     float                  *owner_resid; /* two-phase: chunk, the owner's error feedback */
     unsigned char          *payload;    /* gather: rail size * stride; two-phase: see
-                                         * rail_bf16 and rail_two_phase */
+                                         * bf16_pre and two_phase_pre */
+    /* The call in flight (one at a time per communicator: engine tasks of
+     * one communicator run in posting order). */
+    struct {
+        struct gcoll_request *req, *child;
+        const float          *src;
+        float                *dst, *buf, *x;
+        gcoll_op_t            op;
+        int                   direct, stage;
+        gcoll_stats_t         node0, rail0;
+    } call;
 };
 
 static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -207,6 +218,9 @@ gcoll_status_t gcoll_compressor_destroy(gcoll_compressor_t compressor)
     gcoll_error_clear();
     if (!compressor) return GCOLL_SUCCESS;
     GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_destroy"));
+    if (compressor->call.req)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_destroy: a compressed "
+                           "allreduce is still in flight (wait for it first)");
     gcoll_live_remove(compressor);
     compressor_free(compressor);
     return GCOLL_SUCCESS;
@@ -216,6 +230,9 @@ gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor)
 {
     gcoll_error_clear();
     GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_reset"));
+    if (compressor->call.req)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_reset: a compressed "
+                           "allreduce is still in flight (wait for it first)");
     if (compressor->resid) memset(compressor->resid, 0, compressor->share * sizeof(float));
     if (compressor->owner_resid)
         memset(compressor->owner_resid, 0, compressor->chunk * sizeof(float));
@@ -246,17 +263,29 @@ static void encode_share(gcoll_compressor_t c, float *x, void *payload)
     if (c->resid) keep_finite(e, c->share);
 }
 
-/* TopK, 1-bit: every rail rank's payload to every other (allgather), each
- * decoded and summed in rail (node) order into x. */
-static gcoll_status_t rail_gather(gcoll_compressor_t c, float *x)
+/* The rail exchange as stages of an engine task (see the task below).  Each
+ * stage does its local work and names the next collective to post on the
+ * rail, or none: pre (encode), mid (the owner's work, two-phase only), post
+ * (decode into the share x). */
+
+typedef struct { int coll; const void *s; void *r; size_t n; gcoll_dtype_t dt; } rail_call_t;
+
+static rail_call_t rail_none(void) { return (rail_call_t){ -1, NULL, NULL, 0, GCOLL_UINT8 }; }
+
+/* TopK, 1-bit at N = 2: every rail rank's payload to every other
+ * (allgather), each decoded and summed in rail (node) order into x. */
+static rail_call_t gather_pre(gcoll_compressor_t c, float *x)
 {
     unsigned char *mine = c->payload + (size_t)c->rail->rank * c->stride;
     encode_share(c, x, mine);
     memset(x, 0, c->share * sizeof(float));
-    GCOLL_TRY(gcoll_allgather(mine, c->payload, c->stride, GCOLL_UINT8, c->rail));
+    return (rail_call_t){ GCOLL_COLL_ALLGATHER, mine, c->payload, c->stride, GCOLL_UINT8 };
+}
+
+static void gather_post(gcoll_compressor_t c, float *x)
+{
     for (int k = 0; k < c->rail->size; k++)
         c->codec->accumulate(&c->p, c->payload + (size_t)k * c->stride, c->share, x);
-    return GCOLL_SUCCESS;
 }
 
 /* BF16: the two-phase exchange of 1-bit Adam's compressed allreduce, with
@@ -268,14 +297,20 @@ static gcoll_status_t rail_gather(gcoll_compressor_t c, float *x)
  * back: a plain bfloat16 allreduce re-rounds partial sums that no residual
  * sees, and its error grows with the number of steps.
  * payload: send[N * chunk], recv[N * chunk], own[chunk], bfloat16. */
-static gcoll_status_t rail_bf16(gcoll_compressor_t c, float *x)
+static rail_call_t bf16_pre(gcoll_compressor_t c, float *x)
 {
     size_t n = c->share, cs = c->chunk, N = (size_t)c->rail->size;
-    uint16_t *send = (uint16_t *)c->payload, *recv = send + N * cs, *own = recv + N * cs;
+    uint16_t *send = (uint16_t *)c->payload, *recv = send + N * cs;
     encode_share(c, x, send);
     memset(send + n, 0, (N * cs - n) * sizeof(uint16_t));   /* bfloat16 +0 */
-    GCOLL_TRY(gcoll_alltoall(send, recv, cs, GCOLL_BFLOAT16, c->rail));
-    float *y = x;   /* scratch until the allgather below refills x; cs <= n */
+    return (rail_call_t){ GCOLL_COLL_ALLTOALL, send, recv, cs, GCOLL_BFLOAT16 };
+}
+
+static rail_call_t bf16_mid(gcoll_compressor_t c, float *x)
+{
+    size_t cs = c->chunk, N = (size_t)c->rail->size;
+    uint16_t *send = (uint16_t *)c->payload, *recv = send + N * cs, *own = recv + N * cs;
+    float *y = x;   /* scratch until the allgather refills x; cs <= n */
     memset(y, 0, cs * sizeof(float));
     for (size_t k = 0; k < N; k++)   /* node by node: contiguous, vectorizable */
         for (size_t i = 0; i < cs; i++) y[i] += gcoll_math_bf16_to_f32(recv[k * cs + i]);
@@ -285,9 +320,13 @@ static gcoll_status_t rail_bf16(gcoll_compressor_t c, float *x)
         if (c->owner_resid)
             c->owner_resid[i] = finite_or_zero(y[i] - gcoll_math_bf16_to_f32(own[i]));
     }
-    GCOLL_TRY(gcoll_allgather(own, send, cs, GCOLL_BFLOAT16, c->rail));
-    for (size_t i = 0; i < n; i++) x[i] = gcoll_math_bf16_to_f32(send[i]);
-    return GCOLL_SUCCESS;
+    return (rail_call_t){ GCOLL_COLL_ALLGATHER, own, send, cs, GCOLL_BFLOAT16 };
+}
+
+static void bf16_post(gcoll_compressor_t c, float *x)
+{
+    const uint16_t *send = (const uint16_t *)c->payload;
+    for (size_t i = 0; i < c->share; i++) x[i] = gcoll_math_bf16_to_f32(send[i]);
 }
 
 /* Elements of chunk j of the share: chunk, fewer for the last, 0 past it. */
@@ -322,20 +361,27 @@ static float *chunk_at(gcoll_compressor_t c, float *v, size_t j)
  * growing with N, where the gather's (N-1) stride(share) does.
  * payload: send[N stride] (the allgather's output afterwards), recv[N
  * stride], own[stride]. */
-static gcoll_status_t rail_two_phase(gcoll_compressor_t c, float *x)
+static rail_call_t two_phase_pre(gcoll_compressor_t c, float *x)
 {
     const gcoll_codec_t *codec = c->codec;
-    size_t n = c->share, cs = c->chunk, N = (size_t)c->rail->size, st = c->stride;
-    size_t me = (size_t)c->rail->rank, mine = chunk_len(c, me);
-    unsigned char *send = c->payload, *recv = send + N * st, *own = recv + N * st;
+    size_t n = c->share, N = (size_t)c->rail->size, st = c->stride;
+    unsigned char *send = c->payload, *recv = send + N * st;
     float *e = c->resid ? c->resid : x;
     if (c->resid)
         for (size_t i = 0; i < n; i++) e[i] = x[i] + e[i];
     for (size_t j = 0; j < N; j++)
         codec->encode(&c->p, chunk_at(c, e, j), chunk_len(c, j), send + j * st);
     if (c->resid) keep_finite(e, n);
-    GCOLL_TRY(gcoll_alltoall(send, recv, st, GCOLL_UINT8, c->rail));
-    float *y = x;   /* scratch until the allgather below refills x; cs <= n */
+    return (rail_call_t){ GCOLL_COLL_ALLTOALL, send, recv, st, GCOLL_UINT8 };
+}
+
+static rail_call_t two_phase_mid(gcoll_compressor_t c, float *x)
+{
+    const gcoll_codec_t *codec = c->codec;
+    size_t cs = c->chunk, N = (size_t)c->rail->size, st = c->stride;
+    size_t mine = chunk_len(c, (size_t)c->rail->rank);
+    unsigned char *send = c->payload, *recv = send + N * st, *own = recv + N * st;
+    float *y = x;   /* scratch until the allgather refills x; cs <= n */
     memset(y, 0, cs * sizeof(float));
     for (size_t k = 0; k < N; k++)   /* rail order: every owner sums alike */
         codec->accumulate(&c->p, recv + k * st, mine, y);
@@ -344,41 +390,28 @@ static gcoll_status_t rail_two_phase(gcoll_compressor_t c, float *x)
     codec->encode(&c->p, y, mine, own);   /* leaves in y what own misses */
     if (c->owner_resid)
         for (size_t i = 0; i < mine; i++) c->owner_resid[i] = finite_or_zero(y[i]);
-    GCOLL_TRY(gcoll_allgather(own, send, st, GCOLL_UINT8, c->rail));
-    memset(x, 0, n * sizeof(float));
+    return (rail_call_t){ GCOLL_COLL_ALLGATHER, own, send, st, GCOLL_UINT8 };
+}
+
+static void two_phase_post(gcoll_compressor_t c, float *x)
+{
+    size_t N = (size_t)c->rail->size;
+    memset(x, 0, c->share * sizeof(float));
     for (size_t j = 0; j < N; j++)
-        codec->accumulate(&c->p, send + j * st, chunk_len(c, j), chunk_at(c, x, j));
-    return GCOLL_SUCCESS;
+        c->codec->accumulate(&c->p, c->payload + j * c->stride, chunk_len(c, j),
+                             chunk_at(c, x, j));
 }
 
-/* Level 2: the share x of every node, combined compressed, into x. */
-static gcoll_status_t rail_combine(gcoll_compressor_t c, float *x)
+/* Level 2, stage by stage: the share x of every node, combined compressed. */
+static rail_call_t rail_stage(gcoll_compressor_t c, int stage, float *x)
 {
-    if (c->codec->kind == GCOLL_COMPRESS_BF16) return rail_bf16(c, x);
-    return c->chunk ? rail_two_phase(c, x) : rail_gather(c, x);
-}
-
-/* The three levels, from src into dst.  When the shares tile the tensor
- * exactly (count a multiple of L) they run on the caller's buffers, in
- * place in dst; otherwise through the zero-padded work copy. */
-static gcoll_status_t compressed_levels(gcoll_compressor_t c, const float *src, float *dst)
-{
-    size_t n = c->share, padded = (size_t)c->L * n;
-    int direct = padded == c->count;
-    float *buf = direct ? dst : c->work, *x = buf + (size_t)c->l * n;
-    if (!direct) {
-        memcpy(c->work, src, c->count * sizeof(float));   /* src may be dst: copy first */
-        memset(c->work + c->count, 0, (padded - c->count) * sizeof(float));
-        src = c->work;
-    }
-    if (c->node)   /* in place when src is buf: x is buf's block l */
-        GCOLL_TRY(gcoll_reduce_scatter(src, x, n, GCOLL_FLOAT32, GCOLL_SUM, c->node));
-    else if (src != x)
-        memcpy(x, src, n * sizeof(float));
-    GCOLL_TRY(rail_combine(c, x));
-    if (c->node) GCOLL_TRY(gcoll_allgather(x, buf, n, GCOLL_FLOAT32, c->node));
-    if (!direct) memcpy(dst, c->work, c->count * sizeof(float));
-    return GCOLL_SUCCESS;
+    int bf16 = c->codec->kind == GCOLL_COMPRESS_BF16, two = bf16 || c->chunk;
+    if (stage == 0) return bf16 ? bf16_pre(c, x) : two ? two_phase_pre(c, x) : gather_pre(c, x);
+    if (stage == 1 && two) return bf16 ? bf16_mid(c, x) : two_phase_mid(c, x);
+    if (bf16) bf16_post(c, x);
+    else if (two) two_phase_post(c, x);
+    else gather_post(c, x);
+    return rail_none();
 }
 
 static void add_stats(gcoll_stats_t *to, const gcoll_stats_t *after, const gcoll_stats_t *before)
@@ -416,6 +449,145 @@ static gcoll_status_t check_call(gcoll_compressor_t c, const void *sendbuf, void
     return GCOLL_SUCCESS;
 }
 
+/* ---- the compressed allreduce as an engine task -------------------------------
+ *
+ *   stage 0  wait for the turn (one task per communicator at a time); pad;
+ *            node reduce-scatter into the share x (a child on c->node)
+ *   stage 1  rail stage 0: encode, post the rail exchange's first collective
+ *   stage 2  rail stage 1 (two-phase: the owner's work, post its allgather)
+ *   stage 3  rail stage 2: decode into x; node allgather (a child)
+ *   stage 4  unpad, AVG, fold the levels' counters: done
+ * Each stage waits for the child the previous one posted.  Children are
+ * ordinary requests on the shared sub-communicators, posted in the same
+ * order on every rank because tasks of one communicator run in order. */
+
+static gcoll_status_t post_child(gcoll_compressor_t c, gcoll_comm_t on, int coll,
+                                 const void *s, void *r, size_t n, gcoll_dtype_t dt)
+{
+    gcoll_call_t k = { coll, "gcoll_allreduce_compressed (level)", s, r, n, dt, GCOLL_SUM, 0,
+                       NULL };
+    return gcoll_coll_post_child(on, &k, &c->call.child);
+}
+
+/* The child of the last stage: *ready once it is done (then given back). */
+static gcoll_status_t child_done(gcoll_compressor_t c, int *ready)
+{
+    struct gcoll_request *ch = c->call.child;
+    *ready = !ch || !ch->active;
+    if (!ch || ch->active) return GCOLL_SUCCESS;
+    gcoll_status_t st = ch->status;
+    if (st != GCOLL_SUCCESS) gcoll_error_restore(ch->err);
+    gcoll_request_put(ch);
+    c->call.child = NULL;
+    return st;
+}
+
+static gcoll_status_t stage_levels(gcoll_compressor_t c)
+{
+    size_t n = c->share, padded = (size_t)c->L * n;
+    c->call.direct = padded == c->count;
+    c->call.buf = c->call.direct ? c->call.dst : c->work;
+    c->call.x = c->call.buf + (size_t)c->l * n;
+    const float *src = c->call.src;
+    if (!c->call.direct) {
+        memcpy(c->work, src, c->count * sizeof(float));   /* src may be dst: copy first */
+        memset(c->work + c->count, 0, (padded - c->count) * sizeof(float));
+        src = c->work;
+    }
+    c->call.rail0 = c->rail->stats;
+    if (c->node) c->call.node0 = c->node->stats;
+    if (c->node)   /* in place when src is buf: x is buf's block l */
+        return post_child(c, c->node, GCOLL_COLL_REDUCE_SCATTER, src, c->call.x, n,
+                          GCOLL_FLOAT32);
+    if (src != c->call.x) memcpy(c->call.x, src, n * sizeof(float));
+    return GCOLL_SUCCESS;
+}
+
+static void stage_finish(gcoll_compressor_t c)
+{
+    if (!c->call.direct) memcpy(c->call.dst, c->work, c->count * sizeof(float));
+    if (c->call.op == GCOLL_AVG)
+        gcoll_reduce_avg_host(c->call.dst, c->count, GCOLL_FLOAT32, c->comm->size);
+    gcoll_stats_t node1 = c->node ? c->node->stats : c->call.node0;
+    add_stats(&c->comm->stats, &node1, &c->call.node0);
+    add_stats(&c->comm->stats, &c->rail->stats, &c->call.rail0);
+}
+
+static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *advanced)
+{
+    gcoll_compressor_t c = r->task_state;
+    int ready;
+    *done = 0;
+    if (c->call.stage == 0 && !gcoll_engine_task_turn(r)) return GCOLL_SUCCESS;
+    gcoll_status_t st = child_done(c, &ready);
+    if (st == GCOLL_SUCCESS && ready) {
+        *advanced = 1;
+        int s0 = c->call.stage++;
+        if (s0 == 0) {
+            st = stage_levels(c);
+        } else if (s0 <= 3) {
+            rail_call_t k = rail_stage(c, s0 - 1, c->call.x);
+            if (k.coll >= 0) {
+                st = post_child(c, c->rail, k.coll, k.s, k.r, k.n, k.dt);
+                if (s0 == 1 && !(c->codec->kind == GCOLL_COMPRESS_BF16 || c->chunk))
+                    c->call.stage = 3;   /* the gather has no owner stage */
+            } else if (c->node) {
+                st = post_child(c, c->node, GCOLL_COLL_ALLGATHER, c->call.x, c->call.buf,
+                                c->share, GCOLL_FLOAT32);
+                c->call.stage = 4;
+            } else {
+                c->call.stage = 4;
+            }
+        } else {
+            stage_finish(c);
+            *done = 1;
+        }
+    }
+    if (st != GCOLL_SUCCESS) {
+        /* a child still in flight must finish before the buffers go back:
+         * it completes on its own (or fails the same way on every rank) */
+        *done = 1;
+    }
+    if (*done) {
+        c->call.req = NULL;
+        c->call.stage = 0;
+    }
+    return st;
+}
+
+/* Post the task for one call (the compressor's buffers belong to it until
+ * it completes: one call in flight per compressor). */
+static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf, void *recvbuf,
+                                      gcoll_op_t op, struct gcoll_request **out)
+{
+    struct gcoll_request *r;
+    if (c->call.req)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce_compressed: the compressor "
+                           "already has a call in flight (wait for it first)");
+    GCOLL_TRY(gcoll_request_get(c->comm, &r));
+    r->task = compress_task;
+    r->task_state = c;
+    c->call.req = r;
+    c->call.child = NULL;
+    c->call.src = sendbuf;
+    c->call.dst = recvbuf;
+    c->call.op = op;
+    c->call.stage = 0;
+    gcoll_engine_lock();
+    gcoll_engine_post_task(r);
+    gcoll_engine_unlock();
+    *out = r;
+    return GCOLL_SUCCESS;
+}
+
+/* count 0: nothing moves, the call still counts. */
+static void count_empty_call(gcoll_compressor_t c)
+{
+    gcoll_engine_lock();
+    c->comm->stats.calls++;
+    gcoll_engine_unlock();
+}
+
 gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                           gcoll_dtype_t dtype, gcoll_op_t op,
                                           gcoll_compressor_t compressor)
@@ -425,23 +597,16 @@ gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, si
     gcoll_compressor_t c = compressor;
     if (!c->codec) return gcoll_allreduce(sendbuf, recvbuf, count, dtype, op, c->comm);
     if (!count) {
-        c->comm->stats.calls++;
+        count_empty_call(c);
         return GCOLL_SUCCESS;
     }
-    gcoll_stats_t node0 = { 0 }, rail0 = c->rail->stats, node1 = { 0 };
-    if (c->node) node0 = c->node->stats;
-    float *dst = recvbuf;
-    GCOLL_TRY(compressed_levels(c, sendbuf, dst));
-    if (op == GCOLL_AVG) gcoll_reduce_avg_host(dst, count, GCOLL_FLOAT32, c->comm->size);
-    if (c->node) node1 = c->node->stats;
-    add_stats(&c->comm->stats, &node1, &node0);
-    add_stats(&c->comm->stats, &c->rail->stats, &rail0);
-    c->comm->stats.calls++;
-    return GCOLL_SUCCESS;
+    gcoll_request_t r;
+    GCOLL_TRY(compressed_post(c, sendbuf, recvbuf, op, &r));
+    return gcoll_wait(&r);
 }
 
-/* Runs when posted, after the communicator's earlier requests: the codecs
- * are not engine tasks yet (docs/design.md). */
+/* An engine task: it progresses in the background (GCOLL_PROGRESS=thread)
+ * or inside test/wait, its levels as child requests (see compress_task). */
 gcoll_status_t gcoll_iallreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                            gcoll_dtype_t dtype, gcoll_op_t op,
                                            gcoll_compressor_t compressor,
@@ -452,9 +617,11 @@ gcoll_status_t gcoll_iallreduce_compressed(const void *sendbuf, void *recvbuf, s
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_iallreduce_compressed: request is NULL");
     *request = GCOLL_REQUEST_NULL;
     GCOLL_TRY(check_call(compressor, sendbuf, recvbuf, count, dtype, op));
-    gcoll_engine_lock();
-    gcoll_engine_drain(compressor->comm);   /* their outcomes stay with their requests */
-    gcoll_engine_unlock();
-    gcoll_status_t st = gcoll_allreduce_compressed(sendbuf, recvbuf, count, dtype, op, compressor);
-    return gcoll_request_completed(compressor->comm, st, request);
+    gcoll_compressor_t c = compressor;
+    if (!c->codec) return gcoll_iallreduce(sendbuf, recvbuf, count, dtype, op, c->comm, request);
+    if (!count) {
+        count_empty_call(c);
+        return gcoll_request_completed(c->comm, GCOLL_SUCCESS, request);
+    }
+    return compressed_post(c, sendbuf, recvbuf, op, request);
 }

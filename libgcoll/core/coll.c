@@ -11,6 +11,7 @@
 #include "gcoll_build.h"  /* HAVE_CUDA */
 #include "core/comm.h"
 #include "base/config.h"
+#include "core/coll.h"
 #include "core/engine.h"
 #include "core/executor.h"
 #include "core/request_pool.h"
@@ -485,6 +486,27 @@ gcoll_status_t gcoll_request_free(gcoll_request_t *request)
                            "gcoll_request_free: the request is active (wait for it first)");
     gcoll_request_put(*request);
     *request = GCOLL_REQUEST_NULL;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_coll_post_child(gcoll_comm_t comm, const call_t *k,
+                                     struct gcoll_request **child)
+{
+    size_t sbytes, dbytes;
+    struct gcoll_request *r;
+    GCOLL_TRY(validate(comm, k, &sbytes, &dbytes));
+    GCOLL_TRY(gcoll_request_get(comm, &r));
+    r->call = *k;
+    gcoll_status_t st = prepare_host(comm, r);
+    if (st != GCOLL_SUCCESS) {
+        comm->seq++;   /* keep later calls' tags in step with the peers */
+        gcoll_request_put(r);
+        return st;
+    }
+    r->started = 1;
+    gcoll_exec_start(r);
+    gcoll_engine_enqueue(r, 1);   /* the running pass reaches it: no wake-up */
+    *child = r;
     return GCOLL_SUCCESS;
 }
 

@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -166,7 +167,8 @@ int gcoll_engine_pass(int from_thread)
         next = r->next;
         if (from_thread && r->caller_only) continue;
         int done = 0, moved = 0;
-        gcoll_status_t st = gcoll_exec_progress(r, &done, &moved);
+        gcoll_status_t st = r->task ? r->task(r, &done, &moved)
+                                    : gcoll_exec_progress(r, &done, &moved);
         advanced |= moved;
         if (done) complete(r, st);
     }
@@ -210,6 +212,22 @@ gcoll_status_t gcoll_engine_wait(struct gcoll_request *r)
     /* the thread stood aside while we waited: it takes over what is left */
     if (--eng.waiters == 0 && eng.thread_on) pthread_cond_signal(&eng.cond);
     return r->status;
+}
+
+void gcoll_engine_post_task(struct gcoll_request *r)
+{
+    r->started = 1;
+    memset(&r->x, 0, offsetof(gcoll_exec_state_t, reqs));   /* no schedule: nothing posted */
+    r->x.node_left = 0;
+    r->x.nreqs = r->x.first_open = 0;
+    gcoll_engine_enqueue(r, 0);
+}
+
+int gcoll_engine_task_turn(const struct gcoll_request *r)
+{
+    for (const struct gcoll_request *q = r->prev; q; q = q->prev)
+        if (q->comm == r->comm && q->task) return 0;
+    return 1;
 }
 
 size_t gcoll_engine_outstanding(const struct gcoll_comm *comm)

@@ -45,6 +45,14 @@ int gcoll_engine_pass(int from_thread);
  * paths (device buffers, compression) run only then. */
 gcoll_status_t gcoll_engine_drain(struct gcoll_comm *comm);
 
+/* Under the lock: post task request r (r->task set) on r->comm. */
+void gcoll_engine_post_task(struct gcoll_request *r);
+
+/* Whether no earlier outstanding task shares r's communicator: tasks of one
+ * communicator run one at a time, in posting order, so the children they
+ * post on shared sub-communicators come in the same order on every rank. */
+int gcoll_engine_task_turn(const struct gcoll_request *r);
+
 /* Requests of comm still outstanding (active). */
 size_t gcoll_engine_outstanding(const struct gcoll_comm *comm);
 

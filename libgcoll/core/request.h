@@ -69,6 +69,11 @@ struct gcoll_request {
     void                 *scratch;
     size_t                scratch_size;
     gcoll_exec_state_t    x;
+    /* An engine task instead of a schedule (the compressed allreduce): the
+     * pass calls task(r, ...) like gcoll_exec_progress; it posts child
+     * requests on sub-communicators and does local work between them. */
+    gcoll_status_t      (*task)(struct gcoll_request *r, int *done, int *advanced);
+    void                 *task_state;
 };
 
 #endif

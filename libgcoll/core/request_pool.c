@@ -25,6 +25,8 @@ gcoll_status_t gcoll_request_get(struct gcoll_comm *comm, struct gcoll_request *
     r->magic = GCOLL_REQUEST_MAGIC;
     r->pool_next = NULL;
     r->persistent = r->active = r->eager = r->started = 0;
+    r->task = NULL;
+    r->task_state = NULL;
     r->caller_only = (uint8_t)comm->caller_only;
     r->status = GCOLL_SUCCESS;
     r->err[0] = '\0';

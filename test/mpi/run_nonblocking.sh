@@ -5,6 +5,7 @@
 #               even and uneven simulated nodes
 #   background  GCOLL_PROGRESS=thread over shared memory and over the transport
 #   fault       a receive that fails mid-collective, then correct calls
+#   compress    compressed allreduces as engine tasks, against blocking twins
 #   pipeline    hierarchical allreduce at rendezvous sizes, UCX over tcp,
 #               4 ranks as 2 nodes, several launches
 # One line per job; a failed job's output follows its FAIL line.  Exit 0 if
@@ -99,6 +100,12 @@ done
 # a receive that fails mid-collective: every rank errs, later calls work
 for tl in $tls; do
     run_job fault 3 "GCOLL_TRANSPORT=$tl GCOLL_NODE_SIZE=1 GCOLL_TIMEOUT=5" fault
+done
+
+# compressed allreduces as engine tasks beside a plain request, 2 and 3 nodes
+for pm in thread caller; do
+    run_job compress 4 "GCOLL_NODE_SIZE=2 GCOLL_PROGRESS=$pm" compress
+    run_job compress 6 "GCOLL_NODE_SIZE=2 GCOLL_PROGRESS=$pm" compress
 done
 
 # pipelined hierarchical allreduce at rendezvous sizes over tcp, 4 as 2 nodes

@@ -18,6 +18,11 @@
  *                              an error, later calls are unharmed
  *   test_nonblocking pipeline N  N pipelined hierarchical allreduces at
  *                              rendezvous sizes, each checked
+ *   test_nonblocking compress  compressed allreduces as engine tasks: two
+ *                              compressors and a plain iallreduce outstanding
+ *                              at once, waited in reverse order, 10 steps,
+ *                              bit for bit against twin compressors used
+ *                              blocking on the same inputs (run with nodes)
  *
  * Inputs are small integers (float32 sums exact), so results compare with
  * memcmp.  Prints one "FAIL ..." line per failure and "ok N checks" at the
@@ -451,6 +456,68 @@ static int mode_pipeline(int reps)
     return 0;
 }
 
+/* ---- compressed allreduces as engine tasks -------------------------------- */
+
+static int mode_compress(void)
+{
+    static const gcoll_compress_t kinds[2] = { GCOLL_COMPRESS_TOPK, GCOLL_COMPRESS_ONEBIT };
+    const size_t n = 100003;
+    gcoll_comm_t c;
+    gcoll_compressor_t async[2], twin[2];
+    if (gcoll_comm_create(MPI_COMM_WORLD, &c) != GCOLL_SUCCESS) {
+        FAIL("comm_create");
+        return 1;
+    }
+    for (int k = 0; k < 2; k++) {
+        gcoll_compress_params_t p = { .kind = kinds[k] };
+        EXPECT(gcoll_compressor_create(c, n, &p, &async[k]) == GCOLL_SUCCESS &&
+               gcoll_compressor_create(c, n, &p, &twin[k]) == GCOLL_SUCCESS, "compressor_create");
+    }
+    float *in = malloc(n * sizeof(float)), *out[2], *ref[2];
+    for (int k = 0; k < 2; k++) {
+        out[k] = malloc(n * sizeof(float));
+        ref[k] = malloc(n * sizeof(float));
+    }
+    job_t plain;
+    for (int step = 0; step < 10; step++) {
+        gcoll_request_t r[3];
+        for (size_t i = 0; i < n; i++)
+            in[i] = (float)((int)((i * 31 + (size_t)rank * 7 + (size_t)step * 3) % 97) - 48) / 8;
+        job_init(&plain, C_ALLREDUCE, 70001, 0, 0, step);
+        job_reference(&plain);
+        for (int k = 0; k < 2; k++)
+            EXPECT(gcoll_iallreduce_compressed(in, out[k], n, GCOLL_FLOAT32, GCOLL_AVG, async[k],
+                                               &r[k]) == GCOLL_SUCCESS, "post compressed %d", k);
+        EXPECT(job_call(&plain, c, &r[2], 0) == GCOLL_SUCCESS, "post plain");
+        if (step == 0) {
+            gcoll_request_t extra;
+            EXPECT(gcoll_iallreduce_compressed(in, out[0], n, GCOLL_FLOAT32, GCOLL_AVG, async[0],
+                                               &extra) == GCOLL_ERR_INVALID_ARG,
+                   "a second call on a busy compressor must be refused");
+            EXPECT(gcoll_compressor_destroy(async[0]) == GCOLL_ERR_INVALID_ARG,
+                   "destroying a busy compressor must be refused");
+        }
+        for (int k = 2; k >= 0; k--) EXPECT(gcoll_wait(&r[k]) == GCOLL_SUCCESS, "wait %d", k);
+        for (int k = 0; k < 2; k++) {
+            EXPECT(gcoll_allreduce_compressed(in, ref[k], n, GCOLL_FLOAT32, GCOLL_AVG, twin[k]) ==
+                       GCOLL_SUCCESS, "blocking twin %d", k);
+            EXPECT(memcmp(out[k], ref[k], n * sizeof(float)) == 0,
+                   "step %d codec %d: the task differs from its blocking twin", step, k);
+        }
+        job_check(&plain, "beside compressed tasks");
+        job_free(&plain);
+    }
+    for (int k = 0; k < 2; k++) {
+        EXPECT(gcoll_compressor_destroy(async[k]) == GCOLL_SUCCESS, "destroy");
+        gcoll_compressor_destroy(twin[k]);
+        free(out[k]);
+        free(ref[k]);
+    }
+    free(in);
+    EXPECT(gcoll_comm_destroy(c) == GCOLL_SUCCESS, "destroy comm");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -462,6 +529,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "background")) mode_background();
     else if (!strcmp(mode, "fault")) mode_fault();
     else if (!strcmp(mode, "pipeline")) mode_pipeline(argc > 2 ? atoi(argv[2]) : 10);
+    else if (!strcmp(mode, "compress")) mode_compress();
     else FAIL("unknown mode %s", mode);
     int bad = failures, any = 0, total = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
