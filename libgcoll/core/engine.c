@@ -184,6 +184,18 @@ static gcoll_shm_t *parkable(const struct gcoll_request *w)
     return gcoll_exec_parkable(w);
 }
 
+/* For the thread: the segment some request waits on, when no request of the
+ * process has a transport operation open (then nothing else needs polling). */
+static gcoll_shm_t *thread_parkable(void)
+{
+    gcoll_shm_t *shm = NULL;
+    for (const struct gcoll_request *r = eng.head; r; r = r->next) {
+        if (r->x.first_open < r->x.nreqs) return NULL;
+        if (!shm && !r->caller_only) shm = gcoll_exec_parkable(r);
+    }
+    return shm;
+}
+
 /* The waiter found nothing to do: hand the core over, or sleep briefly on
  * the segment its request waits on. */
 static void idle_wait(const struct gcoll_request *r, unsigned idle)
@@ -298,9 +310,14 @@ static void *engine_thread(void *arg)
             continue;
         }
         if (++idle < ENGINE_SPIN_POLLS) continue;
-        /* peers are late: give the core to the application (or to them) */
+        /* peers are late: give the core to the application (or to them);
+         * waiting on the node alone, sleep on the segment, so the peer's
+         * signal wakes us at once instead of at the end of a nap */
+        gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? thread_parkable() : NULL;
         thread_unlock();
-        if (idle < ENGINE_PARK_POLLS) {
+        if (shm) {
+            gcoll_shm_park(shm, ENGINE_PARK_NS);
+        } else if (idle < ENGINE_PARK_POLLS) {
             sched_yield();
         } else {
             struct timespec nap = { 0, 20 * 1000 };
