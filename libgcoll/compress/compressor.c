@@ -564,7 +564,12 @@ static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf,
     if (c->call.req)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce_compressed: the compressor "
                            "already has a call in flight (wait for it first)");
-    GCOLL_TRY(gcoll_request_get(c->comm, &r));
+    gcoll_engine_lock();
+    gcoll_status_t st = gcoll_request_get(c->comm, &r);
+    if (st != GCOLL_SUCCESS) {
+        gcoll_engine_unlock();
+        return st;
+    }
     r->task = compress_task;
     r->task_state = c;
     c->call.req = r;
@@ -573,7 +578,6 @@ static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf,
     c->call.dst = recvbuf;
     c->call.op = op;
     c->call.stage = 0;
-    gcoll_engine_lock();
     gcoll_engine_post_task(r);
     gcoll_engine_unlock();
     *out = r;

@@ -178,18 +178,20 @@ static gcoll_status_t report(const struct gcoll_request *r, gcoll_status_t st)
 static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
 {
     struct gcoll_request *r;
-    GCOLL_TRY(gcoll_request_get(comm, &r));
-    r->call = *k;
-    gcoll_status_t st = prepare_host(comm, r);
-    if (st != GCOLL_SUCCESS) comm->seq++;   /* keep later calls' tags in step with the peers */
+    gcoll_engine_lock();   /* one lock for the whole call: pool, build, wait */
+    gcoll_status_t st = gcoll_request_get(comm, &r);
     if (st == GCOLL_SUCCESS) {
-        gcoll_engine_lock();
-        gcoll_exec_start(r);
-        gcoll_engine_enqueue(r, 1);
-        st = report(r, gcoll_engine_wait(r));
-        gcoll_engine_unlock();
+        r->call = *k;
+        st = prepare_host(comm, r);
+        if (st != GCOLL_SUCCESS) comm->seq++;   /* keep later calls' tags in step */
+        if (st == GCOLL_SUCCESS) {
+            gcoll_exec_start(r);
+            gcoll_engine_enqueue(r, 1);
+            st = report(r, gcoll_engine_wait(r));
+        }
+        gcoll_request_put(r);
     }
-    gcoll_request_put(r);
+    gcoll_engine_unlock();
     return st;
 }
 
@@ -382,16 +384,20 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
     if (!out) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: request is NULL", k->fn);
     *out = GCOLL_REQUEST_NULL;
     GCOLL_TRY(check_call(comm, k, &sh));
-    GCOLL_TRY(gcoll_request_get(comm, &r));
-    r->call = *k;
-    r->persistent = (uint8_t)persistent;
-    r->eager = (uint8_t)eager(k, &sh);
-    gcoll_status_t st = r->eager ? GCOLL_SUCCESS : prepare_host(comm, r);
-    if (st != GCOLL_SUCCESS) {
-        comm->seq++;   /* keep later calls' tags in step with the peers */
-        gcoll_request_put(r);
-        return st;
+    gcoll_engine_lock();   /* the pool is shared with whoever completes requests */
+    gcoll_status_t st = gcoll_request_get(comm, &r);
+    if (st == GCOLL_SUCCESS) {
+        r->call = *k;
+        r->persistent = (uint8_t)persistent;
+        r->eager = (uint8_t)eager(k, &sh);
+        st = r->eager ? GCOLL_SUCCESS : prepare_host(comm, r);
+        if (st != GCOLL_SUCCESS) {
+            comm->seq++;   /* keep later calls' tags in step with the peers */
+            gcoll_request_put(r);
+        }
     }
+    gcoll_engine_unlock();
+    if (st != GCOLL_SUCCESS) return st;
     if (!persistent) request_start(r);
     *out = r;
     return GCOLL_SUCCESS;
@@ -484,7 +490,9 @@ gcoll_status_t gcoll_request_free(gcoll_request_t *request)
     if ((*request)->started)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
                            "gcoll_request_free: the request is active (wait for it first)");
+    gcoll_engine_lock();
     gcoll_request_put(*request);
+    gcoll_engine_unlock();
     *request = GCOLL_REQUEST_NULL;
     return GCOLL_SUCCESS;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The per-communicator pool of requests (request_pool.h).  The pool is the
- * application's side of a communicator (its calls are serialised by the
- * application, as for MPI), so it takes no engine lock. */
+/* The per-communicator pool of requests (request_pool.h).  Callers hold
+ * the engine lock (it is a no-op in a single-threaded caller-mode process):
+ * requests are taken by posts and given back by whichever thread completes
+ * them, and tasks post children from the progress thread. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/comm.h"
@@ -73,7 +74,10 @@ gcoll_status_t gcoll_request_completed(struct gcoll_comm *comm, gcoll_status_t o
                                        struct gcoll_request **out)
 {
     struct gcoll_request *r;
-    GCOLL_TRY(gcoll_request_get(comm, &r));
+    gcoll_engine_lock();
+    gcoll_status_t st = gcoll_request_get(comm, &r);
+    gcoll_engine_unlock();
+    GCOLL_TRY(st);
     r->eager = 1;
     r->started = 1;   /* its completion is reported by wait or test */
     r->status = outcome;

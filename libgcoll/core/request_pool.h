@@ -9,6 +9,7 @@
 
 struct gcoll_comm;
 
+/* Under the engine lock (all three below). */
 /* A request of comm, from its pool or new; counted in comm->nrequests. */
 gcoll_status_t gcoll_request_get(struct gcoll_comm *comm, struct gcoll_request **r);
 /* Back to the pool (r must not be active). */

@@ -49,15 +49,15 @@ bucket whose size changes later (another model) gets a new compressor.
 
 The Future: each hook returns a ``torch.futures.Future`` completed from the
 libgcoll request of the nonblocking allreduce (``Comm.iallreduce`` /
-``Compressor.iallreduce``).  In this version of libgcoll the compressed
-allreduce (and any allreduce on CUDA buffers) runs to completion when it is
-posted, so the request is complete at once and the Future is returned
-already completed: the hook does not overlap communication with the rest of
-the backward pass.  A host exact allreduce may still be in flight when
-posted; the hook waits for it before returning, because libgcoll has no
-completion callback through which the Future could be completed later.  So
-the hooks are correct but synchronous; DDP's overlap of communication with
-backward computation is not there yet.
+``Compressor.iallreduce``; the compressed one is an engine task in
+libgcoll, progressed by its progress thread).  For host buckets the hook
+returns at once and a waiter thread of the state waits for the requests in
+posting order and completes their Futures, so the allreduce of bucket k
+runs while autograd computes bucket k+1's gradients.  This needs libgcoll to
+serialise calls from two threads, which it does with its progress thread
+(GCOLL_PROGRESS=thread, the default) or under MPI_THREAD_MULTIPLE; otherwise
+(``state.overlap`` is False, or set it so) the hook waits itself and returns
+a completed Future.  CUDA buckets are always waited for in the hook.
 
 Tensors: CPU tensors go to libgcoll as NumPy views of the bucket
 (``tensor.numpy()``, no copy), float32 (float64 and float16 too for
@@ -75,6 +75,10 @@ with torch where this was written).
 
 Requires torch and mpi4py; importing ``gcoll`` itself does not import torch.
 """
+import os
+import queue
+import threading
+
 import torch
 from mpi4py import MPI
 
@@ -128,6 +132,16 @@ class GcollState:
         self.compressors = {}          # bucket index -> gcoll.Compressor
         self.calls = {"exact": 0, "compressed": 0}   # allreduces made, by kind
         self._stage_compressed = False  # libgcoll refused a CUDA bucket: stage it
+        # Host buckets complete in the background: a waiter thread waits for
+        # each request in posting order and completes its Future, so the
+        # hook returns while the allreduce runs (overlapping the rest of the
+        # backward pass).  Posting from the autograd thread while the waiter
+        # waits needs libgcoll's engine lock, which is on with
+        # MPI_THREAD_MULTIPLE or its progress thread; otherwise (and with
+        # overlap=False) the hook waits itself.
+        self.overlap = _engine_serialises()
+        self._queue = None
+        self._waiter = None
 
     # -- life ---------------------------------------------------------------
     def reset(self):
@@ -138,6 +152,7 @@ class GcollState:
     def close(self):
         """Free the compressors and, if the state made it, the communicator
         (collective).  Idempotent."""
+        self._stop_waiter()
         for c in self.compressors.values():
             c.close()
         self.compressors.clear()
@@ -150,6 +165,36 @@ class GcollState:
 
     def __exit__(self, *exc):
         self.close()
+
+    # -- the waiter thread --------------------------------------------------
+    def _complete_later(self, req, work, tensor, fut, kind):
+        if self._waiter is None:
+            self._queue = queue.Queue()
+            self._waiter = threading.Thread(target=self._wait_loop, name="gcoll-ddp-waiter",
+                                            daemon=True)
+            self._waiter.start()
+        self._queue.put((req, work, tensor, fut, kind))
+
+    def _wait_loop(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            req, work, tensor, fut, kind = item
+            try:
+                req.wait()                  # releases the GIL inside libgcoll
+                self.calls[kind] += 1
+                if work.data_ptr() != tensor.data_ptr():
+                    tensor.copy_(work)
+                fut.set_result(tensor)
+            except BaseException as e:      # the Future carries it to DDP
+                fut.set_exception(e)
+
+    def _stop_waiter(self):
+        if self._waiter is not None:
+            self._queue.put(None)
+            self._waiter.join()
+            self._waiter = None
 
     # -- for the hooks ------------------------------------------------------
     def _compressor(self, index, count, kind):
@@ -168,6 +213,13 @@ class GcollState:
                 self.comm, count, kind, topk_ratio=self.topk_ratio,
                 onebit_block=self.onebit_block, error_feedback=self.error_feedback)
         return c
+
+
+def _engine_serialises():
+    """Whether libgcoll serialises calls from two threads (see GcollState)."""
+    if os.environ.get("GCOLL_PROGRESS", "auto").lower() != "caller":
+        return True
+    return MPI.Query_thread() >= MPI.THREAD_MULTIPLE
 
 
 def _completed_future(tensor):
@@ -206,14 +258,16 @@ def _post(state, compressor, tensor):
         # is local and the same everywhere): stage through the host from now on.
         state._stage_compressed = True
         return _post(state, compressor, tensor)
-    # Complete at once for the compressed (and any CUDA) allreduce in this
-    # libgcoll; a host exact one may still run: there is no callback that
-    # could complete the Future later, so wait here.
+    kind = "compressed" if compressor is not None else "exact"
+    if state.overlap and not work.is_cuda:
+        fut = torch.futures.Future()
+        state._complete_later(req, work, tensor, fut, kind)
+        return fut
     req.wait()
-    state.calls["compressed" if compressor is not None else "exact"] += 1
+    state.calls[kind] += 1
     if work.data_ptr() != tensor.data_ptr():
         tensor.copy_(work)
-    return tensor
+    return _completed_future(tensor)
 
 
 def _hook(kind, state, bucket):
@@ -222,7 +276,7 @@ def _hook(kind, state, bucket):
     if bucket.is_last():            # bucket 0 is reduced last in an iteration
         state.iter += 1
     c = state._compressor(bucket.index(), tensor.numel(), kind) if compress else None
-    return _completed_future(_post(state, c, tensor))
+    return _post(state, c, tensor)
 
 
 def exact_hook(state, bucket):
