@@ -13,12 +13,20 @@
 
 gcoll_config_t gcoll_config;
 
+/* A word out of names (case-insensitive) stored as its index: the enums
+ * below are numbered in the order of their names. */
+static gcoll_status_t parse_choice(const gcoll_config_entry_t *e, const char *v, void *field,
+                                   const char *const names[], const char *expected)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcasecmp(v, names[i]) == 0) { *(int *)field = i; return GCOLL_SUCCESS; }
+    return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected %s", e->name, v, expected);
+}
+
 static gcoll_status_t parse_level(const gcoll_config_entry_t *e, const char *v, void *field)
 {
-    static const char *const names[] = { "warn", "info", "trace" };
-    for (int i = 0; i < 3; i++)
-        if (strcasecmp(v, names[i]) == 0) { *(int *)field = i; return GCOLL_SUCCESS; }
-    return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected WARN, INFO or TRACE", e->name, v);
+    static const char *const names[] = { "warn", "info", "trace", NULL };   /* gcoll_log_level_t */
+    return parse_choice(e, v, field, names, "WARN, INFO or TRACE");
 }
 
 static gcoll_status_t parse_string(const gcoll_config_entry_t *e, const char *v, void *field)
@@ -66,20 +74,14 @@ static gcoll_status_t parse_bool(const gcoll_config_entry_t *e, const char *v, v
 
 static gcoll_status_t parse_transport(const gcoll_config_entry_t *e, const char *v, void *field)
 {
-    if (!strcasecmp(v, "auto")) *(int *)field = GCOLL_TRANSPORT_AUTO;
-    else if (!strcasecmp(v, "ucx")) *(int *)field = GCOLL_TRANSPORT_UCX;
-    else if (!strcasecmp(v, "mpi")) *(int *)field = GCOLL_TRANSPORT_MPI;
-    else return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected ucx, mpi or auto", e->name, v);
-    return GCOLL_SUCCESS;
+    static const char *const names[] = { "auto", "ucx", "mpi", NULL };   /* gcoll_transport_kind_t */
+    return parse_choice(e, v, field, names, "ucx, mpi or auto");
 }
 
 static gcoll_status_t parse_progress(const gcoll_config_entry_t *e, const char *v, void *field)
 {
-    if (!strcasecmp(v, "auto")) *(int *)field = GCOLL_PROGRESS_AUTO;
-    else if (!strcasecmp(v, "caller")) *(int *)field = GCOLL_PROGRESS_CALLER;
-    else if (!strcasecmp(v, "thread")) *(int *)field = GCOLL_PROGRESS_THREAD;
-    else return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected caller, thread or auto", e->name, v);
-    return GCOLL_SUCCESS;
+    static const char *const names[] = { "auto", "caller", "thread", NULL };   /* gcoll_progress_kind_t */
+    return parse_choice(e, v, field, names, "caller, thread or auto");
 }
 
 #define FIELD(f) offsetof(gcoll_config_t, f)

@@ -300,17 +300,26 @@ static int eager(const call_t *k, const shape_t *sh)
     return !moves(k, sh) || sh->send_dev >= 0 || sh->recv_dev >= 0;
 }
 
-static gcoll_status_t check_call(gcoll_comm_t comm, const call_t *k, shape_t *sh)
+/* The call's arguments checked, and where its buffers live. */
+static gcoll_status_t call_shape(gcoll_comm_t comm, const call_t *k, shape_t *sh)
 {
     sh->sbytes = sh->dbytes = 0;
     sh->send_dev = sh->recv_dev = -1;
     GCOLL_TRY(validate(comm, k, &sh->sbytes, &sh->dbytes));
-    if (gcoll_config.check) GCOLL_TRY(check_signature(comm, k));
     if (moves(k, sh)) {
         /* one pointer query per buffer and call (none without a GPU) */
         sh->send_dev = gcoll_cuda_device_of(k->sendbuf);
         sh->recv_dev = gcoll_cuda_device_of(k->recvbuf);
     }
+    return GCOLL_SUCCESS;
+}
+
+/* At post: call_shape, and GCOLL_CHECK's agreement of all ranks (once per
+ * post or init; a persistent request's starts are not checked again). */
+static gcoll_status_t check_call(gcoll_comm_t comm, const call_t *k, shape_t *sh)
+{
+    GCOLL_TRY(call_shape(comm, k, sh));
+    if (gcoll_config.check) GCOLL_TRY(check_signature(comm, k));
     return GCOLL_SUCCESS;
 }
 
@@ -360,7 +369,7 @@ static void request_start(struct gcoll_request *r)
     r->started = 1;
     if (r->eager) {
         shape_t sh;
-        gcoll_status_t st = check_call(r->comm, &r->call, &sh);
+        gcoll_status_t st = call_shape(r->comm, &r->call, &sh);   /* checked at post */
         if (st == GCOLL_SUCCESS) st = run_eager(r->comm, &r->call, &sh);
         gcoll_engine_lock();
         r->status = st;

@@ -175,23 +175,15 @@ int gcoll_engine_pass(int from_thread)
     return advanced;
 }
 
-/* Whether a waiter may sleep on shared memory: nothing of the process has a
- * transport operation open (the transports need polling, not sleeping). */
+/* The segment to sleep on: the one request w (or, for the thread, any
+ * request) waits on, provided no request of the process has a transport
+ * operation open (transports need polling, not sleeping). */
 static gcoll_shm_t *parkable(const struct gcoll_request *w)
 {
-    for (const struct gcoll_request *r = eng.head; r; r = r->next)
-        if (r != w && r->x.first_open < r->x.nreqs) return NULL;
-    return gcoll_exec_parkable(w);
-}
-
-/* For the thread: the segment some request waits on, when no request of the
- * process has a transport operation open (then nothing else needs polling). */
-static gcoll_shm_t *thread_parkable(void)
-{
-    gcoll_shm_t *shm = NULL;
+    gcoll_shm_t *shm = w ? gcoll_exec_parkable(w) : NULL;
     for (const struct gcoll_request *r = eng.head; r; r = r->next) {
         if (r->x.first_open < r->x.nreqs) return NULL;
-        if (!shm && !r->caller_only) shm = gcoll_exec_parkable(r);
+        if (!w && !shm && !r->caller_only) shm = gcoll_exec_parkable(r);
     }
     return shm;
 }
@@ -230,8 +222,7 @@ void gcoll_engine_post_task(struct gcoll_request *r)
 {
     r->started = 1;
     memset(&r->x, 0, offsetof(gcoll_exec_state_t, reqs));   /* no schedule: nothing posted */
-    r->x.node_left = 0;
-    r->x.nreqs = r->x.first_open = 0;
+    r->x.node_left = 0;   /* after reqs, which the memset keeps */
     gcoll_engine_enqueue(r, 0);
 }
 
@@ -240,13 +231,6 @@ int gcoll_engine_task_turn(const struct gcoll_request *r)
     for (const struct gcoll_request *q = r->prev; q; q = q->prev)
         if (q->comm == r->comm && q->task) return 0;
     return 1;
-}
-
-size_t gcoll_engine_outstanding(const struct gcoll_comm *comm)
-{
-    size_t n = 0;
-    for (const struct gcoll_request *r = eng.head; r; r = r->next) n += r->comm == comm;
-    return n;
 }
 
 gcoll_status_t gcoll_engine_drain(struct gcoll_comm *comm)
@@ -313,7 +297,7 @@ static void *engine_thread(void *arg)
         /* peers are late: give the core to the application (or to them);
          * waiting on the node alone, sleep on the segment, so the peer's
          * signal wakes us at once instead of at the end of a nap */
-        gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? thread_parkable() : NULL;
+        gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? parkable(NULL) : NULL;
         thread_unlock();
         if (shm) {
             gcoll_shm_park(shm, ENGINE_PARK_NS);

@@ -53,9 +53,6 @@ void gcoll_engine_post_task(struct gcoll_request *r);
  * post on shared sub-communicators come in the same order on every rank. */
 int gcoll_engine_task_turn(const struct gcoll_request *r);
 
-/* Requests of comm still outstanding (active). */
-size_t gcoll_engine_outstanding(const struct gcoll_comm *comm);
-
 /* Mode in force, for gcoll_info and logs: "caller" or "thread". */
 const char *gcoll_engine_mode(void);
 

@@ -268,25 +268,9 @@ static gcoll_status_t exec_advance(struct gcoll_request *r, int *done, int *adva
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced)
-{
-    *done = 0;
-    gcoll_status_t st = exec_advance(r, done, advanced);
-    if (st != GCOLL_SUCCESS) {
-        abandon(r);
-        *done = 1;
-        return st;
-    }
-    if (gcoll_config.timeout > 0 && *advanced) r->x.idle_since = exec_now();
-    else if (gcoll_config.timeout > 0 && !*done &&
-             exec_now() - r->x.idle_since > gcoll_config.timeout) {
-        *done = 1;
-        return gcoll_exec_timeout(r);
-    }
-    return GCOLL_SUCCESS;
-}
-
-gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r)
+/* r made no progress for GCOLL_TIMEOUT seconds: cancel what it posted and
+ * return GCOLL_ERR_TIMEOUT naming the ranks it waits for. */
+static gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r)
 {
     struct gcoll_comm *c = r->comm;
     gcoll_exec_state_t *x = &r->x;
@@ -308,6 +292,25 @@ gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r)
     return GCOLL_ERROR(GCOLL_ERR_TIMEOUT, "rank %d waited more than GCOLL_TIMEOUT=%g s for %s",
                        c->rank, gcoll_config.timeout, peers);
 }
+
+gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced)
+{
+    *done = 0;
+    gcoll_status_t st = exec_advance(r, done, advanced);
+    if (st != GCOLL_SUCCESS) {
+        abandon(r);
+        *done = 1;
+        return st;
+    }
+    if (gcoll_config.timeout > 0 && *advanced) r->x.idle_since = exec_now();
+    else if (gcoll_config.timeout > 0 && !*done &&
+             exec_now() - r->x.idle_since > gcoll_config.timeout) {
+        *done = 1;
+        return gcoll_exec_timeout(r);
+    }
+    return GCOLL_SUCCESS;
+}
+
 
 gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r)
 {

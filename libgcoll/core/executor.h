@@ -22,10 +22,6 @@ void gcoll_exec_start(struct gcoll_request *r);
  * r is finished. */
 gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced);
 
-/* r made no progress for GCOLL_TIMEOUT seconds: cancel what it posted and
- * return GCOLL_ERR_TIMEOUT naming the ranks it waits for. */
-gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r);
-
 /* Shared segment r waits on with no transport operation open, or NULL:
  * a waiter with nothing else to do may sleep on it. */
 gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r);

@@ -133,22 +133,6 @@ static inline int gcoll_shm_all_arrived(const gcoll_shm_t *shm)
     return 1;
 }
 
-/* Signal the next step and wait for every other rank to signal it. */
-static inline gcoll_status_t gcoll_shm_step(gcoll_shm_t *shm)
-{
-    gcoll_shm_signal(shm);
-    uint64_t t = shm->step;
-    for (int j = 0; j < shm->size; j++) {
-        if (j == shm->rank) continue;
-        _Atomic uint64_t *f = &shm->ctrl[j].line[t & 1].flag;
-        for (int spins = 0; atomic_load_explicit(f, memory_order_acquire) < t; spins++) {
-            if (spins >= shm->spin_limit) return gcoll_shm_wait_slow(shm, t);
-            gcoll_shm_pause();
-        }
-    }
-    return GCOLL_SUCCESS;
-}
-
 /* Write parity of the current phase, and the parity it reads. */
 static inline int gcoll_shm_wpar(const gcoll_shm_t *shm) { return (int)((shm->step + 1) & 1); }
 static inline int gcoll_shm_rpar(const gcoll_shm_t *shm) { return (int)(shm->step & 1); }
