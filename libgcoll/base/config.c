@@ -84,6 +84,12 @@ static gcoll_status_t parse_progress(const gcoll_config_entry_t *e, const char *
     return parse_choice(e, v, field, names, "caller, thread or auto");
 }
 
+static gcoll_status_t parse_shm_stream(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    static const char *const names[] = { "auto", "off", "on", NULL };   /* gcoll_shm_stream_t */
+    return parse_choice(e, v, field, names, "auto, off or on");
+}
+
 #define FIELD(f) offsetof(gcoll_config_t, f)
 
 const gcoll_config_entry_t gcoll_config_table[] = {
@@ -116,6 +122,10 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "background thread, asleep when idle), auto (thread unless the transport is mpi without "
       "MPI_THREAD_MULTIPLE)",
       parse_progress, FIELD(progress) },
+    { "GCOLL_SHM_STREAM", "auto",
+      "how a rank writes the slice it reduced in a large shared-memory allreduce: on (streaming "
+      "stores), off (through the cache), auto (each rank measures both and keeps the faster)",
+      parse_shm_stream, FIELD(shm_stream) },
 };
 
 const size_t gcoll_config_table_size = sizeof(gcoll_config_table) / sizeof(gcoll_config_table[0]);

@@ -15,6 +15,8 @@ typedef enum { GCOLL_TRANSPORT_AUTO = 0, GCOLL_TRANSPORT_UCX, GCOLL_TRANSPORT_MP
 
 typedef enum { GCOLL_PROGRESS_AUTO = 0, GCOLL_PROGRESS_CALLER, GCOLL_PROGRESS_THREAD } gcoll_progress_kind_t;
 
+typedef enum { GCOLL_SHM_STREAM_AUTO = 0, GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON } gcoll_shm_stream_t;
+
 typedef struct {
     int    debug;                          /* GCOLL_DEBUG: gcoll_log_level_t */
     char   algo[GCOLL_CONFIG_STR_MAX];     /* GCOLL_ALGO: "allreduce=ring,bcast=binomial" */
@@ -25,6 +27,7 @@ typedef struct {
     double timeout;                        /* GCOLL_TIMEOUT seconds, 0 = wait forever */
     int    check;                          /* GCOLL_CHECK: 0/1 */
     int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
+    int    shm_stream;                     /* GCOLL_SHM_STREAM: gcoll_shm_stream_t */
 } gcoll_config_t;
 
 typedef struct gcoll_config_entry {

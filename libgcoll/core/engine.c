@@ -41,6 +41,7 @@
 #define ENGINE_SPIN_POLLS  64
 #define ENGINE_PARK_POLLS  256
 #define ENGINE_PARK_NS     (2L * 1000 * 1000)
+#define ENGINE_SPUN_YIELDS 5   /* a lone waiter that spun: yields before it sleeps */
 /* The idle thread keeps polling the transports this long after the last
  * request completed, backing off from 50 us to 20 ms between polls. */
 #define ENGINE_LINGER_S    2.0
@@ -189,10 +190,14 @@ static gcoll_shm_t *parkable(const struct gcoll_request *w)
 }
 
 /* The waiter found nothing to do: hand the core over, or sleep briefly on
- * the segment its request waits on. */
+ * the segment its request waits on.  A lone waiter on a NODE step has spun
+ * on its flags as long as the segment allows already (executor.c): it
+ * yields a few times (a peer sharing our CPU often needs just one turn),
+ * then sleeps, as a blocking shared-memory collective does. */
 static void idle_wait(const struct gcoll_request *r, unsigned idle)
 {
-    gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? parkable(r) : NULL;
+    unsigned park = r->x.spin ? ENGINE_SPUN_YIELDS : ENGINE_PARK_POLLS;
+    gcoll_shm_t *shm = idle >= park ? parkable(r) : NULL;
     gcoll_engine_unlock();
     if (shm) gcoll_shm_park(shm, ENGINE_PARK_NS);
     else sched_yield();
@@ -210,7 +215,7 @@ gcoll_status_t gcoll_engine_wait(struct gcoll_request *r)
             continue;
         }
         if (!r->active) break;
-        if (++idle >= ENGINE_SPIN_POLLS) idle_wait(r, idle);
+        if (++idle >= (r->x.spin ? 1 : ENGINE_SPIN_POLLS)) idle_wait(r, idle);
     }
     r->x.spin = 0;
     /* the thread stood aside while we waited: it takes over what is left */

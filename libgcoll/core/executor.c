@@ -25,9 +25,6 @@
 #include "algos/algo.h"
 #include "shm/shm.h"
 
-/* Flag polls a lone waiter spins on a NODE step before the engine yields. */
-#define EXEC_NODE_SPIN 256
-
 static double exec_now(void)
 {
     struct timespec ts;
@@ -193,8 +190,9 @@ static gcoll_status_t node_step(struct gcoll_request *r, const gcoll_step_t *st,
     int done = 0;
     GCOLL_TRY(gcoll_shm_op_progress(c->shm, &x->shm_op, &done));
     /* the only work of a waiting caller: poll the flags in a tight loop, as
-     * a blocking shared-memory collective does, not one pass at a time */
-    while (!done && x->spin && gcoll_shm_op_spin(c->shm, &x->shm_op, EXEC_NODE_SPIN))
+     * a blocking shared-memory collective does, not one pass at a time;
+     * as long as the segment allows before the engine yields or sleeps */
+    while (!done && x->spin && gcoll_shm_op_spin(c->shm, &x->shm_op, gcoll_shm_spin_limit(c->shm)))
         GCOLL_TRY(gcoll_shm_op_progress(c->shm, &x->shm_op, &done));
     if (x->shm_op.t != before) *advanced = 1;
     if (!done) return GCOLL_SUCCESS;

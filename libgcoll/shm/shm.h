@@ -84,6 +84,9 @@ typedef struct gcoll_shm_op {
     uint8_t        nt;        /* stream results (large allreduce) */
     uint8_t        publish;   /* small reduce: this rank publishes its input */
     uint8_t        tiny;      /* payload lives in the flags' cache lines */
+    uint8_t        stream;    /* large allreduce: stream the reduced slice */
+    uint8_t        cls;       /* ... its size class, and when it started */
+    double         t0;
     int            root;
     const unsigned char *src;
     unsigned char *dst;
@@ -126,5 +129,10 @@ void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len);
 /* Rank of the caller in, and size of, the node communicator. */
 int gcoll_shm_rank(const gcoll_shm_t *shm);
 int gcoll_shm_size(const gcoll_shm_t *shm);
+
+/* Flag polls a lone waiter may spin before it should give up its CPU:
+ * long with a CPU per rank, a few dozen when ranks outnumber CPUs (a
+ * spinner then burns the time slice that the rank it waits for needs). */
+int gcoll_shm_spin_limit(const gcoll_shm_t *shm);
 
 #endif

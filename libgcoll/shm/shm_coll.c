@@ -52,6 +52,7 @@
  * copy: its kernel copies ran at ~4 GB/s (docs/design.md).
  */
 #include <string.h>
+#include <time.h>
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
@@ -60,9 +61,10 @@
 #include "base/reduce.h"
 #include "base/status.h"
 #include "base/coll_kind.h"
+#include "base/config.h"
 
 #define GCOLL_SHM_SMALL (16u << 10)   /* one-step allreduce at least this far */
-#define GCOLL_SHM_SMALL_WORK (128u << 10) /* ... and while P * bytes stays below this */
+#define GCOLL_SHM_SMALL_WORK (256u << 10) /* ... and while P * bytes stays below this */
 #define GCOLL_SHM_NT_MIN (16u << 20)  /* results this large bypass the caches */
 #define FOLD_BLOCK      (8u << 10)    /* accumulator + inputs stay in L1 */
 
@@ -148,8 +150,11 @@ static gcoll_status_t shm_check_root(const gcoll_shm_t *shm, const char *fn, int
 
 /* ---- reduction of P inputs in rank order --------------------------------- */
 
+#define FOLD_NT_COPY 1   /* stream the copy (shm_copy's nt) */
+#define FOLD_NT_OUT  2   /* stream out as well (needs scratch) */
+
 /* out = in[0] op in[1] op ... op in[n-1] over count elements, and the same
- * into copy unless it is NULL (streaming stores if nt).  out may equal in[0] or in[1] (the reduce
+ * into copy unless it is NULL (streaming stores as nt says).  out may equal in[0] or in[1] (the reduce
  * kernel allows that); if it equals a later input, which the first pass
  * would overwrite, accumulate in scratch (>= one block) instead.  The work
  * goes in blocks small enough for L1, so the n - 1 passes over the
@@ -162,7 +167,7 @@ static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, int nt, cons
         gcoll_reduce_host(out, in[0], in[1], count, dtype, op);
         return;
     }
-    int alias = 0;
+    int alias = (nt & FOLD_NT_OUT) != 0;   /* streamed out: accumulate in L1 scratch */
     for (int k = 2; k < n; k++) alias |= in[k] == out;
     size_t blk = min_sz(FOLD_BLOCK, shm->slice) / dts;
     for (size_t o = 0; o < count; o += blk) {
@@ -177,8 +182,8 @@ static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, int nt, cons
         }
         for (int k = 2; k < n; k++)
             gcoll_reduce_host(acc, acc, (const unsigned char *)in[k] + b, m, dtype, op);
-        if (alias) memcpy((unsigned char *)out + b, acc, m * dts);
-        if (copy) shm_copy((unsigned char *)copy + b, acc, m * dts, nt);
+        if (alias) shm_copy((unsigned char *)out + b, acc, m * dts, nt & FOLD_NT_OUT);
+        if (copy) shm_copy((unsigned char *)copy + b, acc, m * dts, nt & FOLD_NT_COPY);
     }
 }
 
@@ -215,11 +220,14 @@ typedef struct {
     gcoll_dtype_t        dtype;
     gcoll_op_t           op;
     int                  nt;       /* stream the result into dst */
+    int                  stream;   /* stream the reduced slice into res */
 } shm_red_args_t;
 
-/* Phase work: reduce own slice of chunk i into res (and dst). */
+/* Phase work: reduce own slice of chunk i into res (and dst).  Streamed
+ * (see "Writing the reduced slice" below): accumulate in dst, stream res. */
 static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
 {
+    static _Thread_local unsigned char scratch[FOLD_BLOCK] __attribute__((aligned(64)));
     const void *in[shm->size];
     int me = shm->rank, rp = gcoll_shm_rpar(shm);
     shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, me);
@@ -227,8 +235,14 @@ static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? a->src + s.off * a->dts : shm_slot(shm, k, rp, me);
     unsigned char *res = shm_res(shm, me, gcoll_shm_wpar(shm));
-    shm_fold(shm, res, a->dst ? a->dst + s.off * a->dts : NULL, a->nt, in, shm->size, s.len, a->dtype,
-             a->op, NULL);
+    if (a->stream) {
+        shm_fold(shm, a->dst + s.off * a->dts, res, FOLD_NT_COPY | (a->nt ? FOLD_NT_OUT : 0), in,
+                 shm->size, s.len, a->dtype, a->op, scratch);
+        shm_copy_done(1);   /* before the step publishes res */
+        return;
+    }
+    shm_fold(shm, res, a->dst ? a->dst + s.off * a->dts : NULL, a->nt ? FOLD_NT_COPY : 0, in,
+             shm->size, s.len, a->dtype, a->op, NULL);
 }
 
 static void shm_ar_copy_out(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
@@ -345,6 +359,73 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
     }
 }
 
+/* ---- writing the reduced slice ------------------------------------------
+ * A reducer writes its slice of the result twice: into its own dst, and
+ * into res for the peers to copy out.  Through the cache, res stays in this
+ * core's cache until the peers read it, each line first read for ownership
+ * from wherever the peers' copies of the previous call are; streamed
+ * (non-temporal stores), it goes to memory without that read, and the peers
+ * fetch it from there.  Which is faster depends on where the ranks run
+ * relative to each other, and so can change while a job runs (a hypervisor
+ * moving virtual CPUs, an unpinned job migrating).  Measured on the
+ * development VM, 2 ranks, 512 KiB-16 MiB, in its two states (8 B latency
+ * 0.14 us and 0.35 us): through the cache 1.4x faster in the first,
+ * streaming 1.5x faster in the second.  So each rank measures: per size
+ * class, a running mean of the call's ns per byte under each way, the way in
+ * use, and now and then one call tries the other: at first every 16th, then
+ * twice as far apart each time the way in use stays, down to one call in 256
+ * (at most ~0.2% of the time spent the slower way).  All ranks make the
+ * same calls, so they probe the same call together and measure the switch
+ * they would make together; a rank-local choice needs no agreement (readers
+ * find res where they always do). */
+#define SHM_ADAPT_PROBE     16     /* first try at the 16th call ... */
+#define SHM_ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
+#define SHM_ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
+
+static double shm_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int shm_size_class(size_t bytes)
+{
+    int c = 0;
+    while (bytes >>= 1) c++;
+    return c < GCOLL_SHM_ADAPT_CLASSES ? c : GCOLL_SHM_ADAPT_CLASSES - 1;
+}
+
+static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    if (!o->dst) return;   /* a non-root of reduce writes res only */
+    if (gcoll_config.shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
+        o->stream = gcoll_config.shm_stream == GCOLL_SHM_STREAM_ON;
+        return;
+    }
+    o->cls = (uint8_t)shm_size_class(o->bytes);   /* >= 17: large forms only */
+    gcoll_shm_adapt_t *a = &shm->adapt[o->cls];
+    if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
+    o->stream = (uint8_t)(a->stream ^ (++a->calls == a->next));
+    o->t0 = shm_clock();
+}
+
+static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    if (!o->cls) return;   /* not measured */
+    gcoll_shm_adapt_t *a = &shm->adapt[o->cls];
+    float ns = (float)((shm_clock() - o->t0) * 1e9 / (double)o->bytes), *c = &a->cost[o->stream];
+    *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
+    if (o->stream == a->stream) return;
+    if (*c < SHM_ADAPT_SWITCH * a->cost[a->stream]) {   /* switch; watch closely again */
+        a->stream = o->stream;
+        a->every  = SHM_ADAPT_PROBE;
+    } else if (a->every < SHM_ADAPT_PROBE_MAX) {
+        a->every *= 2;
+    }
+    a->next = a->calls + a->every;
+}
+
 /* ---- the phase loops ------------------------------------------------------
  * Every collective is "for t in 0..last: body(t); step unless t == last";
  * gcoll_shm_op_progress() runs one phase of that loop per call. */
@@ -361,7 +442,7 @@ enum {
 
 static shm_red_args_t shm_op_args(const gcoll_shm_op_t *o)
 {
-    return (shm_red_args_t){ o->src, o->dst, o->count, o->dts, o->dtype, o->op, o->nt };
+    return (shm_red_args_t){ o->src, o->dst, o->count, o->dts, o->dtype, o->op, o->nt, o->stream };
 }
 
 static shm_rs_plan_t shm_op_plan(const gcoll_shm_op_t *o)
@@ -462,6 +543,7 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         gcoll_shm_signal(shm);
         o->waiting = 1;
     }
+    if (o->form == SHM_FORM_AR_LARGE) shm_adapt_learn(shm, o);
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -502,6 +584,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
     o->nt   = o->bytes >= GCOLL_SHM_NT_MIN;
     o->n    = ceil_div(o->count, shm->slice / o->dts * (size_t)shm->size);
     o->last = o->n + 1;
+    shm_adapt_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 

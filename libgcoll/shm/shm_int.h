@@ -82,6 +82,20 @@ typedef struct {
 
 _Static_assert(sizeof(gcoll_shm_line_t) == GCOLL_SHM_LINE, "line layout");
 
+/* How this rank writes the slice it reduced, per size class (log2 of the
+ * call's bytes): through the cache or streamed past it (shm_coll.c,
+ * "Writing the reduced slice").  Rank-local: readers find the slice where
+ * they always do, whichever way it was written. */
+#define GCOLL_SHM_ADAPT_CLASSES 48
+
+typedef struct {
+    uint32_t calls;       /* large allreduces of this class so far */
+    uint32_t next;        /* the call that tries the other way */
+    uint32_t every;       /* calls between such tries */
+    uint8_t  stream;      /* the way in use: 1 = streaming stores */
+    float    cost[2];     /* running mean of ns per byte, by way; 0 = unknown */
+} gcoll_shm_adapt_t;
+
 struct gcoll_shm {
     int               rank, size;
     int               broken;      /* a wait timed out: counters disagree */
@@ -94,6 +108,7 @@ struct gcoll_shm {
     size_t            map_bytes;
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */
     unsigned char    *data;        /* region of rank 0 */
+    gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];
 };
 
 /* Slow path of a wait: sleep, watch the clock, report the missing ranks. */

@@ -210,6 +210,7 @@ void gcoll_shm_destroy(gcoll_shm_t *shm)
 
 int gcoll_shm_rank(const gcoll_shm_t *shm) { return shm->rank; }
 int gcoll_shm_size(const gcoll_shm_t *shm) { return shm->size; }
+int gcoll_shm_spin_limit(const gcoll_shm_t *shm) { return shm->spin_limit; }
 
 static double shm_now(void)
 {

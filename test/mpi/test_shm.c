@@ -21,6 +21,7 @@
 #include "shm/shm.h"
 #include "algos/peers.h"
 #include "base/config.h"
+#include "base/coll_kind.h"
 
 static int rank, size, failures;
 static gcoll_shm_t *shm;
@@ -456,6 +457,40 @@ static void run_bench(void)
     }
 }
 
+/* The two ways a reducer writes its slice of a large allreduce (shm_coll.c,
+ * "Writing the reduced slice"): auto picks one per call, usually the same,
+ * so each is forced here in turn; the op must report the way it was told,
+ * and the results must not depend on it (in place at every rank, so the
+ * accumulator aliases a later input on ranks >= 2). */
+static void run_write_ways(void)
+{
+    static const int ways[] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
+    int saved = gcoll_config.shm_stream;
+    unsigned seed = 7000;
+    for (size_t w = 0; w < NELEMS(ways); w++) {
+        gcoll_config.shm_stream = ways[w];
+        if (size > 1) {
+            gcoll_shm_op_t o;
+            float *buf = xmalloc(1u << 20);
+            gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_ALLREDUCE, buf, buf,
+                                                   (1u << 20) / 4, GCOLL_FLOAT32, GCOLL_SUM, 0);
+            int done = 0;
+            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+            if (st) FAIL("write way %d: %s", ways[w], gcoll_last_error());
+            if (o.form != 0 && o.stream != (ways[w] == GCOLL_SHM_STREAM_ON))
+                FAIL("write way %d: the op streamed=%d", ways[w], o.stream);
+            free(buf);
+        }
+        for (int ip = 0; ip < 2; ip++) {
+            test_allreduce((1u << 20) + 3, GCOLL_FLOAT32, GCOLL_SUM, ip, seed++);
+            test_allreduce((4u << 20) + 5, GCOLL_FLOAT64, GCOLL_SUM, ip, seed++);   /* dst streamed too */
+            test_allreduce(65537, GCOLL_INT32, GCOLL_MAX, ip, seed++);
+            test_reduce((1u << 20) + 3, GCOLL_INT64, GCOLL_SUM, ip, size - 1, seed++);
+        }
+    }
+    gcoll_config.shm_stream = saved;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -472,6 +507,7 @@ int main(int argc, char **argv)
     } else {
         run_args();
         run_matrix();
+        run_write_ways();
         run_back_to_back();
         test_barrier();
         run_timeout();
