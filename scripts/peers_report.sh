@@ -10,7 +10,8 @@
 #      is reported as skipped.
 #   2. the harness, compiled once per implementation: by each MPI's own
 #      compiler, and with -DPEER_GCOLL against libgcoll (built in --build)
-#      and the system Open MPI;
+#      and the MPI that tree was configured with (CC, MPIRUN of its
+#      Makefile: the system Open MPI by default; it must be an Open MPI);
 #   3. launches alternated: every implementation once per round (each
 #      round starting one further along the list), --rounds times, per rank
 #      count, so the machine's drift between minutes reaches all alike;
@@ -143,6 +144,7 @@ PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3    # the one with matplotlib
 root=0; [ "$(id -u)" = 0 ] && root=1
 declare -A exe skip_reason
 ran_impls=()
+gcoll_mpirun=mpirun
 
 # ---- peers in venvs --------------------------------------------------------
 
@@ -200,14 +202,22 @@ system_ompi() {   # mpicc and mpirun on PATH are Open MPI's
         mpirun --version 2>&1 | grep -q "Open MPI"
 }
 
+# libgcoll's harness is compiled and launched by the MPI libgcoll was
+# configured with (the build's CC and MPIRUN): the system Open MPI by default.
+make_var() { sed -n "s/^$1 = //p" "$build/Makefile" 2>/dev/null | head -n 1; }
+
 build_harness() {   # build_harness IMPL: sets exe[IMPL], or skip_reason[IMPL]
     local impl=$1 bin=$out/bin/peer_harness.$1 v=$peers_dir/$1 log=$out/bin/build-$1.log
     local -a cc
     case $impl in
     gcoll)
-        system_ompi || { skip_reason[$impl]="no Open MPI mpicc/mpirun on PATH"; return 1; }
         ensure_libgcoll || { skip_reason[$impl]="libgcoll build failed (see $out/build-gcoll.log)"; return 1; }
-        cc=(mpicc -DPEER_GCOLL "-I$top/include" -o "$bin" "$SRC" "-L$build/.libs"
+        gcoll_mpirun=$(make_var MPIRUN)
+        gcoll_mpirun=${gcoll_mpirun:-mpirun}
+        "$gcoll_mpirun" --version 2>&1 | grep -q "Open MPI" ||
+            { skip_reason[$impl]="$build is not configured with Open MPI (its mpirun: $gcoll_mpirun)"; return 1; }
+        # shellcheck disable=SC2207  # CC may be a command with arguments
+        cc=($(make_var CC) -DPEER_GCOLL "-I$top/include" -o "$bin" "$SRC" "-L$build/.libs"
             "-Wl,-rpath,$build/.libs" -lgcoll -lm) ;;
     ompi4)
         system_ompi || { skip_reason[$impl]="no Open MPI mpicc/mpirun on PATH"; return 1; }
@@ -238,6 +248,7 @@ launch_cmd() {
     gcoll|ompi4|ompi5)
         local mpirun=mpirun
         [ "$impl" = ompi5 ] && mpirun=$v/bin/mpirun
+        [ "$impl" = gcoll ] && mpirun=$gcoll_mpirun
         [ "$root" = 1 ] && cmd+=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)
         cmd+=("$mpirun" --oversubscribe)
         [ "$root" = 1 ] && cmd+=(--allow-run-as-root)
@@ -285,7 +296,7 @@ done
         [ -n "${skip_reason[$impl]:-}" ] && echo "skipped.$impl=${skip_reason[$impl]}"
     done
 } >"$out/meta.txt"
-rm -f "$out"/raw/*.txt "$out/commands.txt"
+rm -f "$out"/raw/* "$out/commands.txt"
 
 n=${#ran_impls[@]}
 for np in ${ranks_list//,/ }; do
