@@ -272,6 +272,9 @@ launch_cmd() {
 
 log "impls $impls; colls $colls; sizes $sizes (x$step); ranks $ranks_list; rounds $rounds; bind $bind; out $out"
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $cores cores (should be near 0)"
+if awk -v c="$cores" '{ exit !($1 > c / 2) }' /proc/loadavg; then
+    log "warning: the machine is busy (ps aux --sort=-%cpu | head): its numbers will be noise"
+fi
 for impl in ${impls//,/ }; do
     if build_harness "$impl"; then
         ran_impls+=("$impl")
