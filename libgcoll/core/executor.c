@@ -313,6 +313,7 @@ gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *adva
 gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r)
 {
     const gcoll_exec_state_t *x = &r->x;
-    if (!x->in_node || !x->shm_op.waiting || x->first_open < x->nreqs) return NULL;
+    if (!x->in_node || !gcoll_shm_op_waits(r->comm->shm, &x->shm_op) || x->first_open < x->nreqs)
+        return NULL;
     return r->comm->shm;
 }

@@ -108,6 +108,10 @@ gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll,
 /* Run what can run now; *done = 1 when the collective has finished here. */
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done);
 
+/* Whether a started op waits for the peers to signal this rank's last
+ * step (its own, or one a previous op left unconfirmed). */
+int gcoll_shm_op_waits(const gcoll_shm_t *shm, const gcoll_shm_op_t *o);
+
 /* Spin (with the CPU's pause hint) up to polls times for the peers of a
  * waiting op; whether they all arrived.  For a waiter with nothing else
  * outstanding, which the old blocking loop served the same way. */

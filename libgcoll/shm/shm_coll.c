@@ -528,6 +528,24 @@ static void shm_body(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
  * small collectives (two phases) still finish in one call. */
 #define SHM_PHASES_PER_CALL 2
 
+/* Whether this rank has nothing left to do in the op's last phase: a bcast
+ * root (it wrote its last chunk), a reduce non-root (its input is all in the
+ * segment).  Such a rank leaves right after signalling the step before that
+ * phase, without waiting for the others to signal it too; the segment keeps
+ * that wait (shm->held) for the next op's first phase, whose writes need it.
+ * So a root is never held up by the slowest reader, and back-to-back rooted
+ * collectives overlap by one step, as MPI's eager messages let them.  Not
+ * the barrier: waiting is all it does. */
+static int shm_last_phase_idle(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    switch (o->form) {
+    case SHM_FORM_BCAST:    return shm->rank == o->root;
+    case SHM_FORM_AR_SMALL:
+    case SHM_FORM_AR_LARGE: return !o->dst;   /* a non-root of reduce */
+    default:                return 0;
+    }
+}
+
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     *done = 0;
@@ -538,9 +556,17 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
             o->t++;
         }
         if (o->form == SHM_FORM_NONE) break;
+        if (shm->held) {   /* the previous op left before its last step completed */
+            if (!gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
+            shm->held = 0;
+        }
         shm_body(shm, o);
         if (o->t == o->last) break;
         gcoll_shm_signal(shm);
+        if (o->t + 1 == o->last && shm_last_phase_idle(shm, o)) {
+            shm->held = 1;
+            break;
+        }
         o->waiting = 1;
     }
     if (o->form == SHM_FORM_AR_LARGE) shm_adapt_learn(shm, o);
@@ -548,9 +574,14 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
     return GCOLL_SUCCESS;
 }
 
+int gcoll_shm_op_waits(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    return o->waiting || (shm->held && o->form != SHM_FORM_NONE);
+}
+
 int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls)
 {
-    if (!o->waiting) return 1;
+    if (!gcoll_shm_op_waits(shm, o)) return 1;
     for (int i = 0; i < polls; i++) {
         if (gcoll_shm_all_arrived(shm)) return 1;
         gcoll_shm_pause();

@@ -101,6 +101,9 @@ struct gcoll_shm {
     int               broken;      /* a wait timed out: counters disagree */
     int               spin_limit;  /* pause iterations before sleeping */
     uint64_t          step;        /* last step this rank signalled */
+    int               held;        /* ... and left without seeing all peers
+                                    * signal it (shm_coll.c): the next op
+                                    * waits for that before its first phase */
     size_t            slice;       /* bytes of one slice (multiple of 64) */
     size_t            area;        /* (size + 1) * slice */
     size_t            region;      /* bytes per rank: 2 areas, page aligned */
