@@ -137,7 +137,7 @@ static void world_shape(gcoll_tune_cache_shape_t *s, int *rank)
     s->shm = 1;
     s->transport = gcoll_config.transport != GCOLL_TRANSPORT_MPI && gcoll_tl_ucx_version() ? "ucx"
                                                                                             : "mpi";
-    s->oversubscribed = gcoll_tune_cache_oversubscribed(MPI_COMM_WORLD);
+    gcoll_tune_cache_host_facts(MPI_COMM_WORLD, s);
 }
 
 static void cache_view(cache_view_t *v)
@@ -154,9 +154,10 @@ static void print_cache(const cache_view_t *v)
 {
     const gcoll_tune_cache_shape_t *s = &v->shape;
     printf("\nCalibration cache (docs/TUNING.md):\n");
-    printf("  shape  : %d rank(s) on %d %snode(s), %d per node%s%s; transport %s\n", s->ranks,
+    printf("  shape  : %d rank(s) on %d %snode(s), %d per node%s%s%s; transport %s\n", s->ranks,
            s->nodes, s->simulated ? "simulated " : "", s->ppn, s->uniform ? "" : " at most",
-           s->oversubscribed ? "; oversubscribed" : "", s->transport);
+           s->oversubscribed ? "; oversubscribed" : "", s->bound ? "; bound to CPUs" : "",
+           s->transport);
     printf("  key    : %s\n", v->key);
     if (v->off) {
         printf("  cache  : none (%s)\n", v->off);

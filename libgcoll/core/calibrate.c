@@ -20,10 +20,12 @@ const gcoll_calib_timing_t gcoll_calib_timing_tune = {
     .block_s = 50e-3, .nblocks = 5, .max_iters = 2000, .warmup_calls = 2, .probe_calls = 4,
 };
 
-/* 10 ms blocks: 2-3 scheduler ticks; pruning keeps the clear losers to one
- * or two blocks, so about five algorithms x ten sizes fit in two seconds. */
+/* 10 ms blocks: 2-3 scheduler ticks; 3 per pass (gcoll_calib_confirm adds
+ * a second pass for the winner and the runner-up); pruning keeps the clear
+ * losers to one or two blocks, so eight algorithms x ten sizes fit in a
+ * couple of seconds. */
 const gcoll_calib_timing_t gcoll_calib_timing_quick = {
-    .block_s = 10e-3, .nblocks = 5, .max_iters = 2000, .warmup_calls = 0, .probe_calls = 1,
+    .block_s = 10e-3, .nblocks = 3, .max_iters = 2000, .warmup_calls = 0, .probe_calls = 1,
     .prune1 = 2.0, .prune2 = 1.25,
 };
 
@@ -215,7 +217,26 @@ static gcoll_status_t calls_per_block(gcoll_calib_t *c, gcoll_coll_t coll, size_
     return GCOLL_SUCCESS;
 }
 
-/* Time the algorithms marked in use[] (all when NULL) at w->sizes[si]. */
+/* An algorithm's time at a size from all its blocks: the median, or where
+ * it was pruned the mean (how far behind it is). */
+static void settle(gcoll_calib_sweep_t *w, int si, int a, int pruned)
+{
+    int n = w->nblk[si][a];
+    double v[GCOLL_CALIB_MAX_BLOCKS], sum = 0;
+    memcpy(v, w->blk[si][a], sizeof(double) * (size_t)n);
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    for (int b = 0; b < n; b++) sum += v[b];
+    w->t[si][a] = pruned ? sum / n : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    w->spread[si][a] = !pruned && v[0] > 0 ? v[n - 1] / v[0] : 0;
+}
+
+static void keep_block(gcoll_calib_sweep_t *w, int si, int a, double secs)
+{
+    if (w->nblk[si][a] < GCOLL_CALIB_MAX_BLOCKS) w->blk[si][a][w->nblk[si][a]++] = secs;
+}
+
+/* Time the algorithms marked in use[] (all when NULL) at w->sizes[si],
+ * timing.nblocks more blocks each; the others keep their times. */
 static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, const int *use)
 {
     const gcoll_calib_timing_t *tm = &c->timing;
@@ -225,12 +246,23 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
     gcoll_status_t st = GCOLL_SUCCESS;
     memset(&k, 0, sizeof(k));
     for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++) {
+        if (use && !use[a]) continue;
         w->t[si][a] = -1;
-        if ((use && !use[a]) || !applies(c, w->algos[a], n)) continue;
+        if (!applies(c, w->algos[a], n)) continue;
         gcoll_select_force(c->comm, w->coll, w->algos[a]);
-        double first;
-        st = calls_per_block(c, w->coll, n, &k.iters[a], &first);
-        if (st == GCOLL_SUCCESS && first >= 0) k.b[a][k.nb[a]++] = first;
+        double first = -1;
+        if (w->iters[si][a] > 0) {   /* sized on an earlier pass: warm up only */
+            k.iters[a] = w->iters[si][a];
+            st = time_block(c, w->coll, n, 1, &first);
+            first = -1;
+        } else {
+            st = calls_per_block(c, w->coll, n, &k.iters[a], &first);
+            w->iters[si][a] = k.iters[a];
+        }
+        if (st == GCOLL_SUCCESS && first >= 0) {
+            k.b[a][k.nb[a]++] = first;
+            keep_block(w, si, a, first);
+        }
     }
     for (int b = 0, more = 1; more && st == GCOLL_SUCCESS; b++) {   /* interleaved, rotating */
         prune(tm, &k, w->nalgos);
@@ -241,21 +273,13 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
             more = 1;
             gcoll_select_force(c->comm, w->coll, w->algos[a]);
             st = time_block(c, w->coll, n, k.iters[a], &k.b[a][k.nb[a]]);
+            if (st == GCOLL_SUCCESS) keep_block(w, si, a, k.b[a][k.nb[a]]);
             k.nb[a]++;
         }
     }
     gcoll_select_force(c->comm, w->coll, NULL);
-    for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++) {
-        if (!k.nb[a]) continue;
-        if (k.iters[a] < 0) {   /* pruned: the mean of its blocks says how far behind */
-            double sum = 0;
-            for (int b = 0; b < k.nb[a]; b++) sum += k.b[a][b];
-            w->t[si][a] = sum / k.nb[a];
-            continue;
-        }
-        qsort(k.b[a], (size_t)k.nb[a], sizeof(double), cmp_double);
-        w->t[si][a] = k.b[a][k.nb[a] / 2];
-    }
+    for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++)
+        if (k.nb[a]) settle(w, si, a, k.iters[a] < 0);
     return st;
 }
 
@@ -291,6 +315,17 @@ void gcoll_calib_pick(gcoll_calib_sweep_t *w)
     }
 }
 
+void gcoll_calib_noise(const gcoll_calib_sweep_t *w, double *median, double *worst)
+{
+    double v[GCOLL_CALIB_MAX_SIZES];
+    int n = 0;
+    for (int s = 0; s < w->nsizes; s++)
+        if (w->best[s] >= 0 && w->spread[s][w->best[s]] > 0) v[n++] = w->spread[s][w->best[s]];
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    *median = n ? v[n / 2] : 0;
+    *worst = n ? v[n - 1] : 0;
+}
+
 /* The power of two strictly between two sizes nearest their geometric
  * middle, or 0 if there is none. */
 static size_t midpoint(size_t lo, size_t hi)
@@ -309,8 +344,14 @@ static void insert_size(gcoll_calib_sweep_t *w, int i, size_t bytes)
     memmove(&w->sizes[i + 1], &w->sizes[i], sizeof(w->sizes[0]) * (size_t)(w->nsizes - i));
     memmove(&w->t[i + 1], &w->t[i], sizeof(w->t[0]) * (size_t)(w->nsizes - i));
     memmove(&w->best[i + 1], &w->best[i], sizeof(w->best[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->spread[i + 1], &w->spread[i], sizeof(w->spread[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->blk[i + 1], &w->blk[i], sizeof(w->blk[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->nblk[i + 1], &w->nblk[i], sizeof(w->nblk[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->iters[i + 1], &w->iters[i], sizeof(w->iters[0]) * (size_t)(w->nsizes - i));
+    memset(w->nblk[i], 0, sizeof(w->nblk[i]));
+    memset(w->iters[i], 0, sizeof(w->iters[i]));
     w->sizes[i] = bytes;
-    for (int a = 0; a < w->nalgos; a++) w->t[i][a] = -1;
+    for (int a = 0; a < w->nalgos; a++) w->t[i][a] = -1, w->spread[i][a] = 0;
     w->best[i] = -1;
     w->nsizes++;
 }
@@ -329,6 +370,22 @@ gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int 
         GCOLL_TRY(measure(c, w, s + 1, use));
         added++;
         s++;   /* the new point's right neighbour: next pair */
+    }
+    gcoll_calib_pick(w);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w)
+{
+    gcoll_calib_pick(w);
+    for (int s = 0; s < w->nsizes; s++) {
+        int a = w->best[s], b = -1, use[GCOLL_CALIB_MAX_ALGOS] = { 0 };
+        if (a < 0) continue;
+        for (int i = 0; i < w->nalgos; i++)
+            if (i != a && w->t[s][i] >= 0 && (b < 0 || w->t[s][i] < w->t[s][b])) b = i;
+        use[a] = 1;
+        if (b >= 0) use[b] = 1;
+        GCOLL_TRY(measure(c, w, s, use));
     }
     gcoll_calib_pick(w);
     return GCOLL_SUCCESS;

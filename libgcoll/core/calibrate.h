@@ -10,12 +10,14 @@
  * MPI_Barrier, one untimed call to line the ranks up, then calls timed with
  * MPI_Wtime; a block's time is the slowest rank's.  The algorithms' blocks
  * are interleaved (the order rotating per block), so a machine changing speed
- * affects all alike; an algorithm's time is the median of its blocks.  With
+ * affects all alike; an algorithm's time is the median of its blocks (of
+ * every pass over the size: gcoll_calib_confirm adds a second).  With
  * pruning, an algorithm clearly behind the leader after its first one or two
  * blocks is not timed further (its time is then the mean of those blocks).
  *
- * Winners and rows: per size the fastest algorithm wins (the previous size's
- * winner keeps its place within 3%, so noise does not split a range); the
+ * Winners and rows: per size the fastest algorithm wins (among those within
+ * 3% of it, the previous size's winner, else the one fastest at the most
+ * sizes, so noise between level algorithms does not split a range); the
  * crossover between two measured sizes is placed where the two winners'
  * times cross on a log-log line, rounded to a power of two. */
 #ifndef GCOLL_CALIBRATE_H
@@ -57,7 +59,17 @@ typedef struct {
     double              t[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* s per call; < 0:
                                                                 * not applicable, not timed */
     int                 best[GCOLL_CALIB_MAX_SIZES];           /* index into algos, -1: none */
+    double              spread[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* slowest over
+                                                                * fastest block; 0: pruned */
+    /* every block timed so far (s per call) and the calls per block */
+    double              blk[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS][GCOLL_CALIB_MAX_BLOCKS];
+    unsigned char       nblk[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
+    long                iters[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
 } gcoll_calib_sweep_t;
+
+/* How steady the machine was: the median over sizes of the winner's block
+ * spread (1.0: every block alike), and the largest. */
+void gcoll_calib_noise(const gcoll_calib_sweep_t *w, double *median, double *worst);
 
 /* A measuring session: the communicator and buffers holding real data. */
 typedef struct {
@@ -97,6 +109,14 @@ void gcoll_calib_pick(gcoll_calib_sweep_t *w);
  * crossover is placed from a measurement, not a long interpolation; then
  * pick again.  Adds at most max_new sizes.  Collective. */
 gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int max_new);
+
+/* Time each size's winner and runner-up again, a few blocks each, and
+ * pick again from all their blocks: an algorithm whose speed depends on
+ * where the scheduler happens to put the ranks (two ranks of a node on one
+ * core or two, when ranks outnumber cores) can be fast for a while and slow
+ * for the next; one measurement taken while it was fast would cache it.
+ * Collective. */
+gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w);
 
 /* Table rows for the winners: one row per run of sizes with the same
  * winner, keyed nodes_lo..nodes_hi, ppn, host memory; the first row starts

@@ -97,32 +97,38 @@ void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t 
     cpu_model(cpu, sizeof cpu);
     snprintf(buf, len,
              "libgcoll=%d.%d.%d calibration=%d cpu=\"%s\" cores=%ld ranks=%d nodes=%d ppn=%d "
-             "uniform=%s simulated=%s oversubscribed=%s shm=%s transport=%s",
+             "uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s transport=%s",
              GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH, CALIB_FORMAT, cpu,
              sysconf(_SC_NPROCESSORS_ONLN), s->ranks, s->nodes, s->ppn, yes(s->uniform),
-             yes(s->simulated), yes(s->oversubscribed), yes(s->shm), s->transport);
+             yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm), s->transport);
 }
 
-/* As the segment's waiters decide it (shm/shm_segment.c): a host's ranks
- * outnumber the CPUs they may run on together (their affinity masks'
- * union), so that --bind-to none and a binding to one core each count
- * alike, and a container's CPU limit counts. */
-int gcoll_tune_cache_oversubscribed(MPI_Comm mpi_comm)
+/* Oversubscribed as the segment's waiters decide it (shm/shm_segment.c):
+ * a host's ranks outnumber the CPUs they may run on together (their
+ * affinity masks' union), so that --bind-to none and a binding to one core
+ * each count alike, and a container's CPU limit counts.  Bound: a rank's
+ * mask is narrower than the online CPUs; where ranks share cores, whether
+ * the scheduler may move them decides which algorithms win (two ranks of a
+ * node on one core make the segment's hand-offs cost a scheduler turn). */
+void gcoll_tune_cache_host_facts(MPI_Comm mpi_comm, gcoll_tune_cache_shape_t *shape)
 {
     MPI_Comm host;
-    int n = 1, over = 0, any = 0;
-    cpu_set_t mine, all;
-    CPU_ZERO(&mine);
-    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) CPU_ZERO(&mine);
+    int n = 1, mine[2] = { 0, 0 }, any[2] = { 0, 0 };
+    cpu_set_t set, all;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) CPU_ZERO(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    mine[1] = CPU_COUNT(&set) > 0 && online > 0 && CPU_COUNT(&set) < online;
     if (MPI_Comm_split_type(mpi_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) == MPI_SUCCESS) {
         MPI_Comm_size(host, &n);
-        MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, host);
+        MPI_Allreduce(&set, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, host);
         MPI_Comm_free(&host);
         int cpus = CPU_COUNT(&all);
-        over = cpus > 0 && n > cpus;
+        mine[0] = cpus > 0 && n > cpus;
     }
-    MPI_Allreduce(&over, &any, 1, MPI_INT, MPI_MAX, mpi_comm);
-    return any;
+    MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, mpi_comm);
+    shape->oversubscribed = any[0];
+    shape->bound = any[1];
 }
 
 /* ---- where ------------------------------------------------------------------- */
@@ -291,6 +297,12 @@ static char *entry_text(const gcoll_tune_cache_shape_t *s, const char *key,
                "# when: %s; where: host %s; measured by gcoll_comm_create in %.1f s "
                "(%d timed blocks)\n",
             key, when, host, secs, blocks);
+    for (size_t i = 0; i < NCOLLS; i++) {
+        double med, worst;
+        gcoll_calib_noise(w[i], &med, &worst);
+        fprintf(f, "# %s: the chosen algorithms' slowest block / fastest: median %.2f, worst "
+                   "%.2f (1.00: a steady machine)\n", gcoll_coll_name(w[i]->coll), med, worst);
+    }
     for (size_t i = 0; i < NCOLLS; i++) gcoll_calib_write_medians(f, w[i], " (* = chosen)");
     for (size_t i = 0; i < NCOLLS; i++) gcoll_calib_write_rows(f, w[i], s->nodes, s->nodes, s->ppn);
     if (fclose(f) != 0) { free(buf); return NULL; }
@@ -314,6 +326,7 @@ static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *bloc
         for (int j = 0; j < w[i]->nsizes && st == GCOLL_SUCCESS; j++)
             st = gcoll_calib_measure(&k, w[i], j);
         if (st == GCOLL_SUCCESS) st = gcoll_calib_refine(&k, w[i], MAX_REFINE);
+        if (st == GCOLL_SUCCESS) st = gcoll_calib_confirm(&k, w[i]);
     }
     *blocks = k.timed;
     gcoll_calib_fini(&k);
@@ -404,7 +417,7 @@ static void shape_of(gcoll_comm_t c, gcoll_tune_cache_shape_t *s)
     s->simulated = gcoll_config.node_size > 0 && c->nnodes > 1;
     s->shm = c->shm != NULL;
     s->transport = c->tl ? c->tl->name : "?";
-    s->oversubscribed = gcoll_tune_cache_oversubscribed(c->mpi_comm);
+    gcoll_tune_cache_host_facts(c->mpi_comm, s);
 }
 
 /* DO_MEASURE on every rank: measure, rank 0 writes the entry; the text
@@ -428,7 +441,8 @@ static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
     int level = gcoll_log_level;
     if (level > GCOLL_LOG_WARN) gcoll_log_level = GCOLL_LOG_WARN;   /* no INFO per forced call */
     int blocks = 0;
-    gcoll_status_t st = any ? GCOLL_ERR_NO_MEMORY : measure(c, w, &blocks);
+    gcoll_status_t st = any ? GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the sweeps")
+                            : measure(c, w, &blocks);
     gcoll_log_level = level;
     double secs = MPI_Wtime() - t0;
     reset_after_measuring(c);
@@ -439,14 +453,15 @@ static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
         if (write_atomic(p->path, *text) == 0) {
             fprintf(stderr, "cached in %s (%.1f s)\n", p->path, secs);
         } else {
+            int err = errno;
             fprintf(stderr, "not cached (%.1f s)\n", secs);
             gcoll_warn("calibration cache entry %s cannot be written: %s (the rows serve this "
-                       "communicator only)", p->path, strerror(errno));
+                       "communicator only)", p->path, strerror(err));
         }
     } else if (c->rank == 0) {
         fprintf(stderr, "failed (%.1f s)\n", secs);
         gcoll_warn("calibration failed: %s; the built-in table serves",
-                   st != GCOLL_SUCCESS ? gcoll_last_error() : "out of memory");
+                   st != GCOLL_SUCCESS ? gcoll_last_error() : "cannot allocate the entry's text");
     }
     gcoll_error_clear();
     free(sweeps);
@@ -457,7 +472,7 @@ gcoll_status_t gcoll_tune_cache_setup(gcoll_comm_t c)
     if (c->size < 2) return GCOLL_SUCCESS;   /* nothing to choose between */
     gcoll_tune_cache_shape_t s;
     shape_of(c, &s);
-    char key[GCOLL_TUNE_CACHE_KEY_MAX], *text = NULL;
+    char key[GCOLL_TUNE_CACHE_KEY_MAX] = "", *text = NULL;   /* rank 0's */
     plan_t p;
     memset(&p, 0, sizeof(p));
     if (c->rank == 0) {

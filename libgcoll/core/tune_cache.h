@@ -4,8 +4,8 @@
  *
  * Key: libgcoll version and calibration format, CPU model, online cores,
  * ranks, nodes, ranks per node, uniform nodes, simulated nodes
- * (GCOLL_NODE_SIZE), oversubscribed hosts, the shared segment, the
- * transport.  One file per key, in the selection-table format, under
+ * (GCOLL_NODE_SIZE), oversubscribed hosts, ranks bound to CPUs, the shared
+ * segment, the transport.  One file per key, in the selection-table format, under
  * ${XDG_CACHE_HOME:-$HOME/.cache}/gcoll/ or the directory GCOLL_TUNE_CACHE
  * names (GCOLL_TUNE_CACHE=off: none).  Rank 0 reads and writes the file and
  * broadcasts its text, so every rank puts the same rows in its table; a
@@ -21,16 +21,17 @@ typedef struct {
     int         ranks, nodes, ppn;   /* ppn: ranks on the fullest node */
     int         uniform;             /* every node holds ppn ranks */
     int         simulated;           /* nodes made by GCOLL_NODE_SIZE */
-    int         oversubscribed;      /* some host holds more ranks than online cores */
+    int         oversubscribed;      /* some host's ranks outnumber the CPUs they may use */
+    int         bound;               /* some rank may run on fewer CPUs than are online */
     int         shm;                 /* the node segment exists */
     const char *transport;           /* "ucx", "mpi" */
 } gcoll_tune_cache_shape_t;
 
 enum { GCOLL_TUNE_CACHE_KEY_MAX = 512, GCOLL_TUNE_CACHE_PATH_MAX = 1280 };
 
-/* Collective over mpi_comm: 1 on every rank if some host holds more of its
- * ranks than that host has online cores. */
-int gcoll_tune_cache_oversubscribed(MPI_Comm mpi_comm);
+/* Collective over mpi_comm: shape->oversubscribed and ->bound, alike on
+ * every rank. */
+void gcoll_tune_cache_host_facts(MPI_Comm mpi_comm, gcoll_tune_cache_shape_t *shape);
 
 /* The key line of a shape on this machine (rank 0's CPU stands for all). */
 void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t *shape);
