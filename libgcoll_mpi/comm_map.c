@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "gmpi.h"
 
 int gmpi_enabled = 1;
@@ -184,6 +185,20 @@ void gmpi_finalize(void)
     pthread_mutex_unlock(&reg_lock);
 }
 
+/* With the calibration cache on (GCOLL_TUNE_CACHE not off), MPI_COMM_WORLD's
+ * libgcoll communicator is made inside MPI_Init: gcoll_comm_create measures
+ * the machine where its cache has no entry for the shape (a few seconds,
+ * once per machine and shape), and that belongs in MPI_Init, not in the
+ * application's first MPI_Allreduce, which it may be timing.  Other
+ * communicators are still made by their first collective. */
+static void world_early(void)
+{
+    const char *cache = getenv("GCOLL_TUNE_CACHE");
+    const char *why;
+    if (gmpi_enabled && init_done && !(cache && !strcasecmp(cache, "off")))
+        gmpi_comm_get(MPI_COMM_WORLD, &why);
+}
+
 /* Set up at MPI_Init, so the MPI_COMM_SELF attribute exists even if the
  * first collective comes from Fortran (which calls PMPI_Init itself: then
  * the first intercepted call sets it up). */
@@ -191,6 +206,7 @@ int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) gmpi_init_once();
+    if (rc == MPI_SUCCESS) world_early();
     return rc;
 }
 
@@ -198,5 +214,6 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) gmpi_init_once();
+    if (rc == MPI_SUCCESS) world_early();
     return rc;
 }

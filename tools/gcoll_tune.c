@@ -5,18 +5,12 @@
  *
  *   mpirun -n N gcoll_tune -o FILE [-m MIN:MAX] [-c coll,...] [-s 2|4] [--nodes N]
  *
- * How: one communicator; each algorithm is forced in turn through the
- * selection layer (gcoll_select_force, what GCOLL_ALGO does), after
- * gcoll_select_try has built its schedule once to see whether it applies
- * here (an algorithm that declines, such as shm across nodes, is skipped).
- * Timing follows the benchmarks (bench/bench_common.c): blocks of calls
- * between an MPI_Barrier and MPI_Wtime, the algorithms' blocks interleaved so
- * that a machine changing speed affects all alike, the slowest rank's time
- * per block, the median over blocks.  Per size the fastest algorithm wins
- * (the previous size's winner keeps its place when within 3%, so noise does
- * not split a range); crossovers between two measured sizes are placed where
- * the two algorithms' times cross on a log-log line, rounded to a power of
- * two.  Rows are keyed by the measured node count and ranks per node.
+ * How: one communicator, measured by the library's own measuring core
+ * (core/calibrate.c, which the calibration at gcoll_comm_create uses too)
+ * with its thorough timing: every applicable algorithm forced in turn, 50 ms
+ * blocks interleaved, the median of 5, crossovers between measured sizes on
+ * log-log lines.  Rows are keyed by the measured node count and ranks per
+ * node.
  *
  * --nodes N beyond the nodes present: rows for more nodes come from the
  * simulator (libgcoll/sim), whose alpha/beta/gamma are measured in this run
@@ -28,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gcoll.h"
+#include "core/calibrate.h"
 #include "core/comm.h"
 #include "base/config.h"
 #include "base/log.h"
@@ -37,17 +32,7 @@
 #include "core/tune_table.h"
 #include "sim/sim.h"
 
-#define MAX_SIZES  48
-#define MAX_ALGOS  8
-#define NBLOCKS    5
-#define BLOCK_S    50e-3           /* target seconds per timed block (at most 2000
-                                    * calls): many 4 ms scheduler ticks, so that
-                                    * ranks sharing CPUs are timed over a
-                                    * representative mix of who runs when; 2 ms
-                                    * blocks gave 4 ms-quantised medians there */
-#define PROBE_CALLS 4              /* calls timed to size the blocks */
 #define SIM_MEM    (256u << 20)    /* bytes the simulator may allocate per run */
-#define KEEP_SLACK 1.03
 
 typedef struct {
     const char *out;
@@ -58,22 +43,14 @@ typedef struct {
     char        cmd[1024];
 } opts_t;
 
-typedef struct {
-    gcoll_coll_t        coll;
-    int                 nsizes, nalgos;
-    size_t              sizes[MAX_SIZES];
-    const gcoll_algo_t *algos[MAX_ALGOS];
-    double              t[MAX_SIZES][MAX_ALGOS];   /* seconds; < 0: not applicable */
-    int                 best[MAX_SIZES];
-} sweep_t;
+typedef gcoll_calib_sweep_t sweep_t;
 
 typedef struct {
     opts_t            o;
     gcoll_comm_t      comm;
     int               rank, size;
     gcoll_tune_key_t  key;          /* nodes, ppn, ranks of this allocation */
-    float            *send, *recv;  /* max count x ranks elements each */
-    size_t            cap;          /* bytes of each */
+    gcoll_calib_t     calib;        /* the measuring session and its buffers */
     int               done, total;  /* progress */
 } tuner_t;
 
@@ -136,98 +113,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     return o->out ? 0 : -1;
 }
 
-/* ---- running one collective -------------------------------------------------- */
-
-static gcoll_status_t call(tuner_t *t, gcoll_coll_t coll, size_t n)
-{
-    switch (coll) {
-    case GCOLL_COLL_ALLREDUCE:
-        return gcoll_allreduce(t->send, t->recv, n, GCOLL_FLOAT32, GCOLL_SUM, t->comm);
-    case GCOLL_COLL_BCAST:     return gcoll_bcast(t->recv, n, GCOLL_FLOAT32, 0, t->comm);
-    case GCOLL_COLL_REDUCE:
-        return gcoll_reduce(t->send, t->recv, n, GCOLL_FLOAT32, GCOLL_SUM, 0, t->comm);
-    case GCOLL_COLL_ALLGATHER: return gcoll_allgather(t->send, t->recv, n, GCOLL_FLOAT32, t->comm);
-    case GCOLL_COLL_REDUCE_SCATTER:
-        return gcoll_reduce_scatter(t->send, t->recv, n, GCOLL_FLOAT32, GCOLL_SUM, t->comm);
-    case GCOLL_COLL_ALLTOALL:  return gcoll_alltoall(t->send, t->recv, n, GCOLL_FLOAT32, t->comm);
-    default:                   return gcoll_barrier(t->comm);
-    }
-}
-
-/* Seconds per call over iters calls, the slowest rank's.  One untimed call
- * after the barrier lines the ranks up: MPI_Barrier can release them a
- * scheduler tick apart when they share CPUs, and that skew would be charged
- * to the algorithm timed first. */
-static double time_block(tuner_t *t, gcoll_coll_t coll, size_t n, long iters)
-{
-    double dt, worst;
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = 0;
-    for (long i = -1; i < iters; i++) {
-        if (i == 0) t0 = MPI_Wtime();
-        gcoll_status_t st = call(t, coll, n);
-        if (st != GCOLL_SUCCESS) {
-            fprintf(stderr, "gcoll_tune: rank %d: %s failed: %s\n", t->rank, gcoll_coll_name(coll),
-                    gcoll_last_error());
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    dt = (MPI_Wtime() - t0) / (double)iters;
-    MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* Every rank agrees: the algorithm builds a schedule for this call here.
- * Declines (shm across nodes) are expected, so they are not logged. */
-static int applies(tuner_t *t, const gcoll_algo_t *a, size_t n)
-{
-    int level = gcoll_log_level;
-    gcoll_log_level = -1;
-    int ok = gcoll_select_try(t->comm, a, n, GCOLL_FLOAT32) == GCOLL_SUCCESS, all = 0;
-    gcoll_log_level = level;
-    gcoll_error_clear();
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all;
-}
-
-/* Median seconds per call of each applicable algorithm at n elements. */
-static void measure_size(tuner_t *t, sweep_t *w, int si)
-{
-    size_t n = w->sizes[si] / sizeof(float);
-    long iters[MAX_ALGOS];
-    double blocks[MAX_ALGOS][NBLOCKS];
-    for (int a = 0; a < w->nalgos; a++) {
-        w->t[si][a] = -1;
-        iters[a] = 0;
-        if (!applies(t, w->algos[a], n)) continue;
-        gcoll_select_force(t->comm, w->coll, w->algos[a]);
-        time_block(t, w->coll, n, 2);                       /* warm up */
-        double one = time_block(t, w->coll, n, PROBE_CALLS);
-        iters[a] = one > BLOCK_S ? 1 : (long)(BLOCK_S / (one > 1e-7 ? one : 1e-7));
-        if (iters[a] > 2000) iters[a] = 2000;
-    }
-    for (int b = 0; b < NBLOCKS; b++)               /* interleaved, rotating order */
-        for (int j = 0; j < w->nalgos; j++) {
-            int a = (j + b) % w->nalgos;
-            if (!iters[a]) continue;
-            gcoll_select_force(t->comm, w->coll, w->algos[a]);
-            blocks[a][b] = time_block(t, w->coll, n, iters[a]);
-        }
-    for (int a = 0; a < w->nalgos; a++) {
-        if (!iters[a]) continue;
-        qsort(blocks[a], NBLOCKS, sizeof(double), cmp_double);
-        w->t[si][a] = blocks[a][NBLOCKS / 2];
-    }
-    gcoll_select_force(t->comm, w->coll, NULL);
-}
-
-/* ---- progress and winners ------------------------------------------------------ */
+/* ---- progress and the header ------------------------------------------------- */
 
 static void progress(tuner_t *t, const sweep_t *w, int si)
 {
@@ -244,82 +130,6 @@ static void progress(tuner_t *t, const sweep_t *w, int si)
         fprintf(stderr, "gcoll_tune: %3d%% %s done\n", t->done * 100 / t->total,
                 gcoll_coll_name(w->coll));
     if (t->done == t->total && isatty(STDERR_FILENO)) fprintf(stderr, "\n");
-}
-
-/* Fastest applicable algorithm; the previous winner stays within the slack. */
-static void pick_winners(sweep_t *w)
-{
-    for (int s = 0; s < w->nsizes; s++) {
-        int best = -1;
-        for (int a = 0; a < w->nalgos; a++)
-            if (w->t[s][a] >= 0 && (best < 0 || w->t[s][a] < w->t[s][best])) best = a;
-        int prev = s ? w->best[s - 1] : -1;
-        if (best >= 0 && prev >= 0 && w->t[s][prev] >= 0 && w->t[s][prev] <= KEEP_SLACK * w->t[s][best])
-            best = prev;
-        w->best[s] = best;
-    }
-}
-
-/* Where the winner of size s hands over to the winner of s+1: the crossing of
- * their log-log lines, rounded to a power of two inside (s, s+1]. */
-static size_t crossover(const sweep_t *w, int s)
-{
-    int a = w->best[s], b = w->best[s + 1];
-    double x0 = log2((double)w->sizes[s]), x1 = log2((double)w->sizes[s + 1]);
-    double x = 0.5 * (x0 + x1);
-    if (w->t[s][b] > 0 && w->t[s + 1][a] > 0) {
-        double d0 = log(w->t[s][a] / w->t[s][b]), d1 = log(w->t[s + 1][a] / w->t[s + 1][b]);
-        if (d1 - d0 > 0) x = x0 + (x1 - x0) * (-d0) / (d1 - d0);
-    }
-    double p = floor(x + 0.5);
-    if (p <= x0) p = x0 + 1;
-    if (p > x1) p = x1;
-    return (size_t)1 << (int)p;
-}
-
-/* ---- writing the table ------------------------------------------------------------ */
-
-static void write_row(FILE *f, gcoll_coll_t coll, int nodes_lo, int nodes_hi, int ppn,
-                      size_t lo, size_t hi, const gcoll_algo_t *algo)
-{
-    gcoll_tune_row_t r = { .coll = coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
-                           .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
-                           .bytes_lo = lo, .bytes_hi = hi, .algo = algo };
-    char line[512];
-    gcoll_tune_format_row(line, sizeof line, &r);
-    fprintf(f, "%s\n", line);
-}
-
-/* One row per run of sizes with the same winner. */
-static void write_rows(FILE *f, const sweep_t *w, int nodes_lo, int nodes_hi, int ppn)
-{
-    size_t lo = 0;
-    for (int s = 0; s < w->nsizes; s++) {
-        if (w->best[s] < 0) continue;
-        int last = s + 1 >= w->nsizes || w->best[s + 1] < 0;
-        if (!last && w->best[s + 1] == w->best[s]) continue;
-        size_t hi = last ? GCOLL_TUNE_INF_SIZE : crossover(w, s);
-        if (w->coll == GCOLL_COLL_BARRIER) lo = 0, hi = GCOLL_TUNE_INF_SIZE;
-        write_row(f, w->coll, nodes_lo, nodes_hi, ppn, lo, hi, w->algos[w->best[s]]);
-        lo = hi;
-        if (last) break;
-    }
-}
-
-/* The measured medians, for whoever edits the file. */
-static void write_medians(FILE *f, const sweep_t *w, const char *unit_note)
-{
-    fprintf(f, "# %s medians%s (us):\n", gcoll_coll_name(w->coll), unit_note);
-    for (int s = 0; s < w->nsizes; s++) {
-        char sz[32];
-        gcoll_tune_format_size(sz, sizeof sz, w->sizes[s]);
-        fprintf(f, "#   %-6s", w->coll == GCOLL_COLL_BARRIER ? "-" : sz);
-        for (int a = 0; a < w->nalgos; a++)
-            if (w->t[s][a] >= 0)
-                fprintf(f, " %s%s=%.2f", a == w->best[s] ? "*" : "", w->algos[a]->name,
-                        w->t[s][a] * 1e6);
-        fprintf(f, "\n");
-    }
 }
 
 static void write_header(FILE *f, const tuner_t *t)
@@ -351,11 +161,11 @@ static double pingpong(tuner_t *t, int peer, size_t bytes, int iters)
     if (t->rank == 0) t0 = MPI_Wtime();
     for (int i = 0; i < iters && (t->rank == 0 || t->rank == peer); i++) {
         if (t->rank == 0) {
-            MPI_Send(t->send, (int)bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
-            MPI_Recv(t->recv, (int)bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(t->calib.send, (int)bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD);
+            MPI_Recv(t->calib.recv, (int)bytes, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(t->recv, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(t->send, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+            MPI_Recv(t->calib.recv, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(t->calib.send, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
         }
     }
     double dt = t->rank == 0 ? (MPI_Wtime() - t0) / (2.0 * iters) : 0;
@@ -376,15 +186,15 @@ static double measure_gamma(tuner_t *t, size_t n)
 {
     double t0 = MPI_Wtime();
     for (int rep = 0; rep < 5; rep++)
-        for (size_t i = 0; i < n; i++) t->recv[i] += t->send[i];
+        for (size_t i = 0; i < n; i++) t->calib.recv[i] += t->calib.send[i];
     return (MPI_Wtime() - t0) / (5.0 * (double)n * sizeof(float));
 }
 
-static void calibrate(tuner_t *t, gcoll_sim_cost_t *c, char *how, size_t len)
+static void sim_costs(tuner_t *t, gcoll_sim_cost_t *c, char *how, size_t len)
 {
     const int *node_of = t->comm->node_of;
     int intra = -1, inter = -1;
-    size_t big = t->cap < (1u << 20) ? t->cap : 1u << 20;   /* ping-pong and loop size */
+    size_t big = t->calib.cap < (1u << 20) ? t->calib.cap : 1u << 20;   /* ping-pong and loop size */
     for (int r = 1; r < t->size; r++) {
         if (intra < 0 && node_of[r] == node_of[0]) intra = r;
         if (inter < 0 && node_of[r] != node_of[0]) inter = r;
@@ -449,7 +259,7 @@ static void sim_sweep(const sweep_t *w, sweep_t *p, int nodes, int ppn, const gc
     for (int s = 0; s < p->nsizes; s++)
         for (int a = 0; a < p->nalgos; a++)
             p->t[s][a] = sim_time(p->algos[a], nodes, ppn, p->sizes[s], c);
-    pick_winners(p);
+    gcoll_calib_pick(p);
 }
 
 /* Node counts past the allocation: the next one, powers of two, the target. */
@@ -468,7 +278,7 @@ static void write_sim_rows(FILE *f, tuner_t *t, sweep_t *const *w, int nw)
 {
     gcoll_sim_cost_t cost;
     char how[512];
-    calibrate(t, &cost, how, sizeof how);
+    sim_costs(t, &cost, how, sizeof how);
     int k[40], nk = sim_node_counts(t->key.nodes, t->o.nodes, k);
     if (t->rank != 0 || nk == 0) return;
     fprintf(f, "\n# Rows for %d-%d nodes x %d ranks: NOT MEASURED.  Predicted by the simulator's "
@@ -484,25 +294,13 @@ static void write_sim_rows(FILE *f, tuner_t *t, sweep_t *const *w, int nw)
         else fprintf(f, "# %d nodes (simulated)\n", k[i]);
         for (int j = 0; j < nw; j++) {
             sim_sweep(w[j], &p, k[i], t->key.ppn, &cost);
-            write_rows(f, &p, k[i], hi, t->key.ppn);
+            gcoll_calib_write_rows(f, &p, k[i], hi, t->key.ppn);
         }
     }
     gcoll_log_level = level;
 }
 
 /* ---- main ------------------------------------------------------------------------------- */
-
-static void plan(tuner_t *t, sweep_t *w, gcoll_coll_t coll)
-{
-    memset(w, 0, sizeof(*w));
-    w->coll = coll;
-    if (coll == GCOLL_COLL_BARRIER) w->sizes[w->nsizes++] = 0;
-    for (size_t s = t->o.min; coll != GCOLL_COLL_BARRIER && s <= t->o.max && w->nsizes < MAX_SIZES;
-         s *= (size_t)t->o.step)
-        w->sizes[w->nsizes++] = s < sizeof(float) ? sizeof(float) : s;
-    for (const gcoll_algo_t *const *a = gcoll_algos; *a && w->nalgos < MAX_ALGOS; a++)
-        if ((*a)->coll == coll) w->algos[w->nalgos++] = *a;
-}
 
 static int write_file(tuner_t *t, sweep_t *const *w, int nw)
 {
@@ -517,8 +315,9 @@ static int write_file(tuner_t *t, sweep_t *const *w, int nw)
         write_header(f, t);
         fprintf(f, "\n# Measured: %d node(s) x %d ranks, host memory, float32 sum.\n",
                 t->key.nodes, t->key.ppn);
-        for (int j = 0; j < nw; j++) write_medians(f, w[j], " (* = chosen)");
-        for (int j = 0; j < nw; j++) write_rows(f, w[j], t->key.nodes, t->key.nodes, t->key.ppn);
+        for (int j = 0; j < nw; j++) gcoll_calib_write_medians(f, w[j], " (* = chosen)");
+        for (int j = 0; j < nw; j++)
+            gcoll_calib_write_rows(f, w[j], t->key.nodes, t->key.nodes, t->key.ppn);
     }
     if (t->o.nodes > t->key.nodes) write_sim_rows(f, t, w, nw);
     if (f) fclose(f);
@@ -549,31 +348,23 @@ static int tune(tuner_t *t)
     for (int c = 0; c < GCOLL_COLL_COUNT; c++)
         if (t->o.colls >> c & 1) {
             w[nw] = &sweeps[nw];
-            plan(t, w[nw], (gcoll_coll_t)c);
+            gcoll_calib_plan(w[nw], (gcoll_coll_t)c, t->o.min, t->o.max, t->o.step);
             t->total += w[nw++]->nsizes;
         }
-    size_t elems = t->o.max / sizeof(float) + 1;
-    t->send = calloc(elems * (size_t)t->size, sizeof(float));
-    t->recv = calloc(elems * (size_t)t->size, sizeof(float));
-    t->cap  = elems * (size_t)t->size * sizeof(float);
-    if (!t->send || !t->recv) {
-        fprintf(stderr, "gcoll_tune: cannot allocate buffers for -m max %zu\n", t->o.max);
+    size_t cap = (t->o.max / sizeof(float) + 1) * sizeof(float) * (size_t)t->size;  /* allgather */
+    if (gcoll_calib_init(&t->calib, t->comm, cap, &gcoll_calib_timing_tune) != GCOLL_SUCCESS) {
+        fprintf(stderr, "gcoll_tune: -m max %zu: %s\n", t->o.max, gcoll_last_error());
         return 1;
-    }
-    /* Real data in every page of both buffers: an input calloc left untouched
-     * reads as the kernel's one shared zero page, always in L1, which made
-     * large calls look up to 1.5x faster than on real data and favoured
-     * algorithms that read their input more than once. */
-    for (size_t i = 0; i < elems * (size_t)t->size; i++) {
-        t->send[i] = (float)((i + (size_t)t->rank) % 7);
-        t->recv[i] = 0.0f;
     }
     for (int j = 0; j < nw; j++) {
         for (int s = 0; s < w[j]->nsizes; s++) {
-            measure_size(t, w[j], s);
+            if (gcoll_calib_measure(&t->calib, w[j], s) != GCOLL_SUCCESS) {
+                fprintf(stderr, "gcoll_tune: rank %d: %s\n", t->rank, gcoll_last_error());
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
             progress(t, w[j], s);
         }
-        pick_winners(w[j]);
+        gcoll_calib_pick(w[j]);
     }
     int rc = write_file(t, w, nw);
     return rc ? rc : verify_file(t);
@@ -600,9 +391,8 @@ int main(int argc, char **argv)
     }
     gcoll_select_comm_key(t.comm, &t.key);
     rc = tune(&t);
+    gcoll_calib_fini(&t.calib);
     gcoll_comm_destroy(t.comm);
-    free(t.send);
-    free(t.recv);
     MPI_Finalize();
     return rc;
 }

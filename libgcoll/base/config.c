@@ -105,6 +105,12 @@ const gcoll_config_entry_t gcoll_config_table[] = {
     { "GCOLL_TUNE", "",
       "table rows consulted first, e.g. allreduce:host:*:*:0-16K:rdouble;allreduce:*:*:*:*:ring",
       parse_string, FIELD(tune) },
+    { "GCOLL_TUNE_CACHE", "",
+      "calibration cache (docs/TUNING.md): empty = ${XDG_CACHE_HOME:-$HOME/.cache}/gcoll, a "
+      "directory = use that one instead, off = neither read, write nor calibrate; an entry per "
+      "machine, shape and transport, measured at the first gcoll_comm_create without one unless "
+      "GCOLL_ALGO, GCOLL_TUNE or GCOLL_TUNE_FILE is set",
+      parse_string, FIELD(tune_cache) },
     { "GCOLL_NODE_SIZE", "0",
       "treat every N consecutive ranks as one node (simulates nodes on one host); 0 = real nodes",
       parse_count, FIELD(node_size) },

@@ -22,6 +22,7 @@ typedef struct {
     char   algo[GCOLL_CONFIG_STR_MAX];     /* GCOLL_ALGO: "allreduce=ring,bcast=binomial" */
     char   tune_file[GCOLL_CONFIG_STR_MAX];/* GCOLL_TUNE_FILE */
     char   tune[GCOLL_CONFIG_STR_MAX];     /* GCOLL_TUNE: one-line table rows */
+    char   tune_cache[GCOLL_CONFIG_STR_MAX]; /* GCOLL_TUNE_CACHE: "", "off" or a directory */
     int    node_size;                      /* GCOLL_NODE_SIZE: 0 = real nodes */
     int    transport;                      /* GCOLL_TRANSPORT: gcoll_transport_kind_t */
     double timeout;                        /* GCOLL_TIMEOUT seconds, 0 = wait forever */

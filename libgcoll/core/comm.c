@@ -14,6 +14,7 @@
 #include "core/memtype.h"
 #include "core/select.h"
 #include "base/status.h"
+#include "core/tune_cache.h"
 #include "shm/shm.h"
 #ifdef HAVE_CUDA
 #include "cuda/cuda_ipc.h"
@@ -260,6 +261,13 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
                gcoll_config.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
     if (gcoll_live_add(c) != GCOLL_SUCCESS) {
         st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the communicator");
+        goto err_free;
+    }
+    /* Rows measured on this machine for this shape, calibrating now if there
+     * are none (core/tune_cache.c).  Sub-communicators, levels of their
+     * parent's algorithms, are neither measured nor given cache rows. */
+    if (!parent && (st = gcoll_tune_cache_setup(c)) != GCOLL_SUCCESS) {
+        gcoll_live_remove(c);
         goto err_free;
     }
     *comm = c;

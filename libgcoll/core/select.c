@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Algorithm selection by table.  GCOLL_ALGO forces an algorithm per
  * collective; otherwise the first matching row of the table in force chooses
- * (GCOLL_TUNE's rows, then GCOLL_TUNE_FILE's, then the built-in ones).  The
+ * (GCOLL_TUNE's rows, then GCOLL_TUNE_FILE's, then the calibration cache's
+ * for this machine and shape (core/tune_cache.c), then the built-in ones).  The
  * built-in rules are a table in the same text format, parsed by the same
  * parser, so there is one path from a row to a decision, and `gcoll_info -s`
  * prints exactly what is in force.
@@ -14,6 +15,7 @@
  * then continues with the next matching row whose algorithm differs.  Every
  * rank sees the same communicator facts and the same table, so all ranks
  * choose alike. */
+#include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -82,12 +84,15 @@ const char *gcoll_select_builtin_text(void)
 
 /* ---- the table in force ---------------------------------------------------
  * Tables are immutable and shared by every communicator created under the
- * same GCOLL_TUNE and the same file content; each distinct content is parsed
- * once and kept until the process ends, so a communicator holds a plain
- * pointer and needs no cleanup. */
+ * same GCOLL_TUNE, the same file content and the same calibration-cache
+ * content; each distinct combination is parsed once and kept until the
+ * process ends, so a communicator holds a plain pointer and needs no
+ * cleanup, and a row's src stays valid for as long as anyone may print it. */
+
+enum { PART_TUNE, PART_FILE_PATH, PART_FILE_TEXT, PART_CACHE_SRC, PART_CACHE_TEXT, NPARTS };
 
 typedef struct loaded {
-    char              *key;     /* GCOLL_TUNE \n path \n file content */
+    char              *part[NPARTS];   /* what the table was parsed from; "" for none */
     gcoll_tune_table_t table;
     struct loaded     *next;
 } loaded_t;
@@ -95,57 +100,90 @@ typedef struct loaded {
 static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
 static loaded_t       *loaded_head;
 
-static gcoll_status_t table_parse(gcoll_tune_table_t *t, const char *file_text)
+/* GCOLL_TUNE rows, GCOLL_TUNE_FILE's, the cache's, the built-in ones. */
+static gcoll_status_t table_parse(gcoll_tune_table_t *t, const char *const *part)
 {
     gcoll_tune_table_init(t);
     gcoll_status_t st = GCOLL_SUCCESS;
-    if (gcoll_config.tune[0]) st = gcoll_tune_parse(t, gcoll_config.tune, "GCOLL_TUNE", 1);
-    if (st == GCOLL_SUCCESS && file_text)
-        st = gcoll_tune_parse(t, file_text, gcoll_config.tune_file, 0);
-    if (st == GCOLL_SUCCESS && gcoll_tune_parse(t, builtin_text, "built-in", 0) != GCOLL_SUCCESS)
+    if (part[PART_TUNE][0])
+        st = gcoll_tune_parse_from(t, part[PART_TUNE], "GCOLL_TUNE", GCOLL_TUNE_FROM_ENV);
+    if (st == GCOLL_SUCCESS && part[PART_FILE_PATH][0])
+        st = gcoll_tune_parse_from(t, part[PART_FILE_TEXT], part[PART_FILE_PATH],
+                                   GCOLL_TUNE_FROM_FILE);
+    if (st == GCOLL_SUCCESS && part[PART_CACHE_SRC][0])
+        st = gcoll_tune_parse_from(t, part[PART_CACHE_TEXT], part[PART_CACHE_SRC],
+                                   GCOLL_TUNE_FROM_CACHE);
+    if (st == GCOLL_SUCCESS &&
+        gcoll_tune_parse_from(t, builtin_text, "built-in", GCOLL_TUNE_FROM_BUILTIN) != GCOLL_SUCCESS)
         st = GCOLL_ERROR(GCOLL_ERR_INTERNAL, "the built-in selection table does not parse: %s",
                          gcoll_last_error());
     if (st != GCOLL_SUCCESS) gcoll_tune_table_fini(t);
     return st;
 }
 
-static char *table_key(const char *file_text)
+static int same_parts(const loaded_t *l, const char *const *part)
 {
-    const char *f = file_text ? file_text : "";
-    size_t n = strlen(gcoll_config.tune) + strlen(gcoll_config.tune_file) + strlen(f) + 3;
-    char *key = malloc(n);
-    if (key) snprintf(key, n, "%s\n%s\n%s", gcoll_config.tune, gcoll_config.tune_file, f);
-    return key;
+    for (int i = 0; i < NPARTS; i++)
+        if (strcmp(l->part[i], part[i])) return 0;
+    return 1;
 }
 
-/* The interned table for key, parsing it on first use; takes key. */
-static gcoll_status_t table_intern(char *key, const char *file_text, const gcoll_tune_table_t **out)
+static void loaded_free(loaded_t *l)
+{
+    for (int i = 0; i < NPARTS; i++) free(l->part[i]);
+    free(l);
+}
+
+/* The interned table for these parts, parsing it on first use. */
+static gcoll_status_t table_intern(const char *const *part, const gcoll_tune_table_t **out)
 {
     gcoll_status_t st = GCOLL_SUCCESS;
     pthread_mutex_lock(&loaded_lock);
     loaded_t *l = loaded_head;
-    while (l && strcmp(l->key, key)) l = l->next;
+    while (l && !same_parts(l, part)) l = l->next;
     if (!l) {
         l = calloc(1, sizeof(*l));
+        for (int i = 0; l && i < NPARTS; i++)
+            if (!(l->part[i] = strdup(part[i]))) { loaded_free(l); l = NULL; }
         if (!l) st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
-        else if ((st = table_parse(&l->table, file_text)) != GCOLL_SUCCESS) { free(l); l = NULL; }
-        else { l->key = key; key = NULL; l->next = loaded_head; loaded_head = l; }
+        else if ((st = table_parse(&l->table, (const char *const *)l->part)) != GCOLL_SUCCESS) {
+            loaded_free(l);
+            l = NULL;
+        } else {
+            l->next = loaded_head;
+            loaded_head = l;
+        }
     }
     pthread_mutex_unlock(&loaded_lock);
-    free(key);
     if (l) *out = &l->table;
     return st;
 }
 
-gcoll_status_t gcoll_select_table(const gcoll_tune_table_t **table)
+gcoll_status_t gcoll_select_table(const char *cache_src, const char *cache_text,
+                                  const gcoll_tune_table_t **table)
 {
     char *file_text = NULL;
     if (gcoll_config.tune_file[0]) GCOLL_TRY(gcoll_tune_read_file(gcoll_config.tune_file, &file_text));
-    char *key = table_key(file_text);
-    gcoll_status_t st = key ? table_intern(key, file_text, table)
-                            : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
+    const char *part[NPARTS] = { gcoll_config.tune, gcoll_config.tune_file,
+                                 file_text ? file_text : "", cache_src ? cache_src : "",
+                                 cache_src && cache_text ? cache_text : "" };
+    gcoll_status_t st = table_intern(part, table);
     free(file_text);
     return st;
+}
+
+gcoll_status_t gcoll_select_use_cache(gcoll_comm_t comm, const char *cache_src,
+                                      const char *cache_text)
+{
+    const loaded_t *l = (const loaded_t *)((const char *)comm->tune - offsetof(loaded_t, table));
+    const char *part[NPARTS] = { l->part[PART_TUNE], l->part[PART_FILE_PATH],
+                                 l->part[PART_FILE_TEXT], cache_src, cache_text };
+    const gcoll_tune_table_t *t = NULL;
+    GCOLL_TRY(table_intern(part, &t));
+    comm->tune = t;
+    memset(comm->logged, 0, sizeof(comm->logged));
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
+    return GCOLL_SUCCESS;
 }
 
 /* ---- GCOLL_ALGO ------------------------------------------------------------ */
@@ -184,7 +222,7 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
     memset(comm->logged, 0, sizeof(comm->logged));
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     gcoll_status_t st = parse_forced(comm, gcoll_config.algo);
-    if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->tune);
+    if (st == GCOLL_SUCCESS) st = gcoll_select_table(NULL, NULL, &comm->tune);
     int bad = st != GCOLL_SUCCESS, any_bad = 0;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
     if (any_bad && !bad)
@@ -275,11 +313,13 @@ static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_
     int sc = size_class(k->bytes);
     if (GCOLL_LIKELY(gcoll_log_level < GCOLL_LOG_INFO) || (c->logged[k->coll] >> sc & 1)) return;
     c->logged[k->coll] |= (uint64_t)1 << sc;
-    char why[400] = "forced by GCOLL_ALGO", text[320];
+    char why[700] = "forced by GCOLL_ALGO", text[320];
     if (row) {
         gcoll_tune_format_row(text, sizeof text, row);
         squeeze(text);
-        snprintf(why, sizeof why, "%s:%d: %s", row->src, row->line, text);
+        char from[300];
+        gcoll_tune_format_origin(from, sizeof from, row);
+        snprintf(why, sizeof why, "%s: %s", from, text);
     } else if (!c->forced[k->coll]) {
         snprintf(why, sizeof why, "no row matches");
     }

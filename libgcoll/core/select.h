@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Algorithm selection.  Precedence: GCOLL_ALGO (forced per collective) >
- * rows of GCOLL_TUNE > rows of GCOLL_TUNE_FILE > the built-in table; within
+ * rows of GCOLL_TUNE > rows of GCOLL_TUNE_FILE > rows of the calibration
+ * cache (core/tune_cache.c) > the built-in table; within
  * that order the first row matching the call wins (docs/TUNING.md).  Rows
  * state the conditions their algorithm needs (if=shm, if=regular), so the
  * usual choice never declines; if an algorithm declines anyway, the caller
@@ -26,11 +27,20 @@ const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args);
  * matching row with another algorithm, its parameters in args. */
 const gcoll_algo_t *gcoll_select_fallback(gcoll_comm_t comm, gcoll_coll_args_t *args);
 
-/* The table in force for the current gcoll_config (GCOLL_TUNE rows, then
- * GCOLL_TUNE_FILE's or none, then the built-in rows), as gcoll_select_init
- * loads it.  Tables are shared and immutable, kept until the process ends
- * (one per distinct content), so the pointer stays valid. */
-gcoll_status_t gcoll_select_table(const gcoll_tune_table_t **table);
+/* The table in force for the current gcoll_config: GCOLL_TUNE rows, then
+ * GCOLL_TUNE_FILE's or none, then cache_text's rows (named cache_src; none
+ * when cache_src is NULL), then the built-in rows.  gcoll_select_init loads
+ * it without cache rows.  Tables are shared and immutable, kept until the
+ * process ends (one per distinct content), so the pointer stays valid. */
+gcoll_status_t gcoll_select_table(const char *cache_src, const char *cache_text,
+                                  const gcoll_tune_table_t **table);
+
+/* Put the calibration cache's rows (text, named src) into comm's table,
+ * between GCOLL_TUNE_FILE's and the built-in ones; the rest of the table as
+ * gcoll_select_init loaded it.  On an error (the text does not parse) the
+ * table stays as it was.  Not collective: the caller gives every rank the
+ * same text. */
+gcoll_status_t gcoll_select_use_cache(gcoll_comm_t comm, const char *src, const char *text);
 
 /* The built-in table, as text in the file format. */
 const char *gcoll_select_builtin_text(void);

@@ -128,6 +128,7 @@ typedef struct {
     const char *src;
     int         line;
     int         oneline;
+    int         origin;      /* gcoll_tune_origin_t */
 } origin_t;
 
 static gcoll_status_t row_error(const origin_t *o, const char *fmt, ...)
@@ -340,6 +341,7 @@ static gcoll_status_t add_row(gcoll_tune_table_t *t, size_t first, const origin_
                                 "would", o->oneline ? "row" : "line", t->rows[i].line);
     GCOLL_TRY(grow(t));
     r.src = o->src;
+    r.origin = o->origin;
     t->rows[t->nrows++] = r;
     return GCOLL_SUCCESS;
 }
@@ -362,9 +364,15 @@ static gcoll_status_t parse_rows(gcoll_tune_table_t *t, size_t first, char *text
 gcoll_status_t gcoll_tune_parse(gcoll_tune_table_t *t, const char *text, const char *src,
                                 int oneline)
 {
+    return gcoll_tune_parse_from(t, text, src, oneline ? GCOLL_TUNE_FROM_ENV : GCOLL_TUNE_FROM_FILE);
+}
+
+gcoll_status_t gcoll_tune_parse_from(gcoll_tune_table_t *t, const char *text, const char *src,
+                                     gcoll_tune_origin_t origin)
+{
     size_t first = t->nrows;
     char *copy = strdup(text);
-    origin_t o = { src, 0, oneline };
+    origin_t o = { src, 0, origin == GCOLL_TUNE_FROM_ENV, (int)origin };
     if (!copy) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot copy a selection table");
     gcoll_status_t st = add_src(t, src, &o.src);
     if (st == GCOLL_SUCCESS) st = parse_rows(t, first, copy, &o);
@@ -452,7 +460,8 @@ int gcoll_tune_format_row(char *buf, size_t len, const gcoll_tune_row_t *r)
 
 int gcoll_tune_format_origin(char *buf, size_t len, const gcoll_tune_row_t *r)
 {
-    return snprintf(buf, len, "%s:%d", r->src, r->line);
+    return snprintf(buf, len, "%s%s:%d", r->origin == GCOLL_TUNE_FROM_CACHE ? "cache " : "",
+                    r->src, r->line);
 }
 
 /* Rows an earlier row covers can never match; printing them would make the
@@ -465,17 +474,20 @@ static const gcoll_tune_row_t *covered_by(const gcoll_tune_table_t *t, size_t i)
     return NULL;
 }
 
-void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t)
+static void print_table(FILE *f, const gcoll_tune_table_t *t, int origins)
 {
+    /* by origin: the block header's words, and each row's in origins mode */
+    static const char *const kind[] = { "", "", "calibration cache ", "" };
+    static const char *const tag[]  = { "env ", "file ", "", "" };
     const char *src = NULL;
-    char line[512];
+    char line[512], from[400];
     fprintf(f, "# %-13s %-5s %-6s %-5s %-14s %s\n", "collective", "mem", "nodes", "ppn", "bytes",
             "algorithm [options]");
     for (size_t i = 0; i < t->nrows; i++) {
         const gcoll_tune_row_t *r = &t->rows[i], *by = covered_by(t, i);
         if (r->src != src) {
             src = r->src;
-            fprintf(f, "# from %s\n", src);
+            fprintf(f, "# from %s%s\n", kind[r->origin], src);
         }
         if (by) {
             fprintf(f, "# (%s:%d omitted: %s:%d above covers it)\n", r->src, r->line, by->src,
@@ -483,6 +495,18 @@ void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t)
             continue;
         }
         gcoll_tune_format_row(line, sizeof line, r);
-        fprintf(f, "%s\n", line);
+        gcoll_tune_format_origin(from, sizeof from, r);
+        if (origins) fprintf(f, "%-70s # %s%s\n", line, tag[r->origin], from);
+        else fprintf(f, "%s\n", line);
     }
+}
+
+void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t)
+{
+    print_table(f, t, 0);
+}
+
+void gcoll_tune_print_origins(FILE *f, const gcoll_tune_table_t *t)
+{
+    print_table(f, t, 1);
 }

@@ -31,6 +31,16 @@ enum {
     GCOLL_TUNE_IF_COUNT   = 4
 };
 
+/* Where rows come from, in the order selection consults them
+ * (docs/TUNING.md): GCOLL_TUNE, GCOLL_TUNE_FILE, the calibration cache
+ * (core/tune_cache.c), the built-in table. */
+typedef enum {
+    GCOLL_TUNE_FROM_ENV = 0,
+    GCOLL_TUNE_FROM_FILE,
+    GCOLL_TUNE_FROM_CACHE,
+    GCOLL_TUNE_FROM_BUILTIN
+} gcoll_tune_origin_t;
+
 #define GCOLL_TUNE_ANY_MEM  (-1)          /* mem column "*" */
 #define GCOLL_TUNE_INF_INT  0x7fffffff    /* nodes/ppn upper end "*" */
 #define GCOLL_TUNE_INF_SIZE ((size_t)-1)  /* bytes upper end "inf" */
@@ -48,6 +58,7 @@ typedef struct {
     unsigned            if_set, if_clear;     /* conditions required true / false */
     const char         *src;                  /* "built-in", a path, "GCOLL_TUNE" */
     int                 line;                 /* line (row number in GCOLL_TUNE) */
+    int                 origin;               /* gcoll_tune_origin_t */
 } gcoll_tune_row_t;
 
 typedef struct gcoll_tune_table {
@@ -72,9 +83,13 @@ void gcoll_tune_table_init(gcoll_tune_table_t *t);
 void gcoll_tune_table_fini(gcoll_tune_table_t *t);
 
 /* Append the rows of text, naming them src:line.  oneline: the GCOLL_TUNE
- * form, rows separated by ';' and fields by ':'.  All or nothing. */
+ * form, rows separated by ';' and fields by ':'.  All or nothing.  The rows'
+ * origin is GCOLL_TUNE_FROM_ENV for the one-line form, else _FILE. */
 gcoll_status_t gcoll_tune_parse(gcoll_tune_table_t *t, const char *text, const char *src,
                                 int oneline);
+/* The same with the origin given (the one-line form for GCOLL_TUNE_FROM_ENV). */
+gcoll_status_t gcoll_tune_parse_from(gcoll_tune_table_t *t, const char *text, const char *src,
+                                     gcoll_tune_origin_t origin);
 
 /* Read a whole file into a NUL-terminated malloc'd string. */
 gcoll_status_t gcoll_tune_read_file(const char *path, char **text);
@@ -86,12 +101,16 @@ const gcoll_tune_row_t *gcoll_tune_match(const gcoll_tune_table_t *t, size_t fro
 /* The row in file form, without newline; returns snprintf's length. */
 int gcoll_tune_format_row(char *buf, size_t len, const gcoll_tune_row_t *r);
 
-/* "src:line", for messages. */
+/* Where a row came from, for messages: "GCOLL_TUNE:2", "/path/t.tbl:12",
+ * "cache /path/x.tbl:9", "built-in:40". */
 int gcoll_tune_format_origin(char *buf, size_t len, const gcoll_tune_row_t *r);
 
 /* Column header comment, then every row; a comment line whenever the source
  * changes, so a printed table says where each part came from. */
 void gcoll_tune_print(FILE *f, const gcoll_tune_table_t *t);
+/* The same, each row followed by a comment naming its origin
+ * (gcoll_tune_format_origin); what gcoll_info -s prints.  Loads back. */
+void gcoll_tune_print_origins(FILE *f, const gcoll_tune_table_t *t);
 
 /* Sizes: "64", "16K", "1M", "2G" (binary multiples).  -1 on garbage. */
 int gcoll_tune_parse_size(const char *s, size_t *out);

@@ -35,6 +35,7 @@ fi
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 unset GCOLL_ALGO GCOLL_TUNE GCOLL_TUNE_FILE GCOLL_NODE_SIZE GCOLL_DEBUG
+export GCOLL_TUNE_CACHE=off   # the checks below mean the built-in table
 export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}
 
 mpi() {   # mpi NP PROGRAM ARGS...: output in $DIR/out, status returned

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The measuring core shared by gcoll_tune and the calibration at
+ * communicator creation (calibrate.h says how a size is measured and how
+ * rows are derived).  Everything here is collective over the communicator
+ * except the pure functions (pick, write). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/calibrate.h"
+#include "core/comm.h"
+#include "base/log.h"
+#include "core/memtype.h"
+#include "core/select.h"
+#include "base/status.h"
+#include "core/tune_table.h"
+
+#define KEEP_SLACK 1.03
+
+const gcoll_calib_timing_t gcoll_calib_timing_tune = {
+    .block_s = 50e-3, .nblocks = 5, .max_iters = 2000, .warmup_calls = 2, .probe_calls = 4,
+};
+
+/* 10 ms blocks: 2-3 scheduler ticks; 3 per pass (gcoll_calib_confirm adds
+ * a second pass for the winner and the runner-up); pruning keeps the clear
+ * losers to one or two blocks, so eight algorithms x ten sizes fit in a
+ * couple of seconds. */
+const gcoll_calib_timing_t gcoll_calib_timing_quick = {
+    .block_s = 10e-3, .nblocks = 3, .max_iters = 2000, .warmup_calls = 0, .probe_calls = 1,
+    .prune1 = 2.0, .prune2 = 1.25,
+};
+
+gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
+                                const gcoll_calib_timing_t *timing)
+{
+    memset(c, 0, sizeof(*c));
+    c->comm   = comm;
+    c->timing = *timing;
+    size_t elems = cap / sizeof(float) + 1;
+    c->cap  = elems * sizeof(float);
+    c->send = malloc(c->cap);
+    c->recv = malloc(c->cap);
+    if (!c->send || !c->recv) {
+        gcoll_calib_fini(c);
+        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate 2 x %zu bytes to measure "
+                           "collectives in", elems * sizeof(float));
+    }
+    for (size_t i = 0; i < elems; i++) {
+        c->send[i] = (float)((i + (size_t)comm->rank) % 7);
+        c->recv[i] = 0.0f;
+    }
+    return GCOLL_SUCCESS;
+}
+
+void gcoll_calib_fini(gcoll_calib_t *c)
+{
+    free(c->send);
+    free(c->recv);
+    c->send = c->recv = NULL;
+}
+
+/* ---- plans ------------------------------------------------------------------ */
+
+static void plan_algos(gcoll_calib_sweep_t *w, gcoll_coll_t coll)
+{
+    w->coll = coll;
+    for (const gcoll_algo_t *const *a = gcoll_algos; *a && w->nalgos < GCOLL_CALIB_MAX_ALGOS; a++)
+        if ((*a)->coll == coll) w->algos[w->nalgos++] = *a;
+}
+
+void gcoll_calib_plan(gcoll_calib_sweep_t *w, gcoll_coll_t coll, size_t min, size_t max, int step)
+{
+    memset(w, 0, sizeof(*w));
+    if (coll == GCOLL_COLL_BARRIER) w->sizes[w->nsizes++] = 0;
+    for (size_t s = min; coll != GCOLL_COLL_BARRIER && s <= max && w->nsizes < GCOLL_CALIB_MAX_SIZES;
+         s *= (size_t)step)
+        w->sizes[w->nsizes++] = s < sizeof(float) ? sizeof(float) : s;
+    plan_algos(w, coll);
+}
+
+void gcoll_calib_plan_sizes(gcoll_calib_sweep_t *w, gcoll_coll_t coll, const size_t *sizes, int n)
+{
+    memset(w, 0, sizeof(*w));
+    for (int i = 0; i < n && w->nsizes < GCOLL_CALIB_MAX_SIZES; i++)
+        w->sizes[w->nsizes++] = coll == GCOLL_COLL_BARRIER ? 0 : sizes[i];
+    if (coll == GCOLL_COLL_BARRIER) w->nsizes = 1;
+    plan_algos(w, coll);
+}
+
+/* ---- timing ------------------------------------------------------------------- */
+
+static gcoll_status_t call(gcoll_calib_t *c, gcoll_coll_t coll, size_t n)
+{
+    switch (coll) {
+    case GCOLL_COLL_ALLREDUCE:
+        return gcoll_allreduce(c->send, c->recv, n, GCOLL_FLOAT32, GCOLL_SUM, c->comm);
+    case GCOLL_COLL_BCAST:     return gcoll_bcast(c->recv, n, GCOLL_FLOAT32, 0, c->comm);
+    case GCOLL_COLL_REDUCE:
+        return gcoll_reduce(c->send, c->recv, n, GCOLL_FLOAT32, GCOLL_SUM, 0, c->comm);
+    case GCOLL_COLL_ALLGATHER: return gcoll_allgather(c->send, c->recv, n, GCOLL_FLOAT32, c->comm);
+    case GCOLL_COLL_REDUCE_SCATTER:
+        return gcoll_reduce_scatter(c->send, c->recv, n, GCOLL_FLOAT32, GCOLL_SUM, c->comm);
+    case GCOLL_COLL_ALLTOALL:  return gcoll_alltoall(c->send, c->recv, n, GCOLL_FLOAT32, c->comm);
+    default:                   return gcoll_barrier(c->comm);
+    }
+}
+
+/* Seconds per call over iters calls, the slowest rank's.  One untimed call
+ * after the barrier lines the ranks up: MPI_Barrier can release them a
+ * scheduler tick apart when they share CPUs, and that skew would be charged
+ * to the algorithm timed first. */
+static gcoll_status_t time_block(gcoll_calib_t *c, gcoll_coll_t coll, size_t n, long iters,
+                                 double *secs)
+{
+    MPI_Comm mc = c->comm->mpi_comm;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    double t0 = 0, mine[2], all[2];
+    MPI_Barrier(mc);
+    for (long i = -1; i < iters && st == GCOLL_SUCCESS; i++) {
+        if (i == 0) t0 = MPI_Wtime();
+        st = call(c, coll, n);
+    }
+    mine[0] = (MPI_Wtime() - t0) / (double)iters;
+    mine[1] = st != GCOLL_SUCCESS;
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, mc);
+    c->timed++;
+    if (all[1] != 0)
+        return st != GCOLL_SUCCESS ? st
+                                   : GCOLL_ERROR(GCOLL_ERR_INTERNAL, "%s failed on another rank "
+                                                 "while it was measured", gcoll_coll_name(coll));
+    *secs = all[0];
+    return GCOLL_SUCCESS;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Every rank agrees: the algorithm builds a schedule for this call here.
+ * Declines (shm across nodes) are expected, so they are not logged. */
+static int applies(gcoll_calib_t *c, const gcoll_algo_t *a, size_t n)
+{
+    int level = gcoll_log_level;
+    gcoll_log_level = -1;
+    int ok = gcoll_select_try(c->comm, a, n, GCOLL_FLOAT32) == GCOLL_SUCCESS, all = 0;
+    gcoll_log_level = level;
+    gcoll_error_clear();
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm->mpi_comm);
+    return all;
+}
+
+typedef struct {
+    long   iters[GCOLL_CALIB_MAX_ALGOS];     /* 0: not timed */
+    int    nb[GCOLL_CALIB_MAX_ALGOS];        /* blocks timed */
+    double b[GCOLL_CALIB_MAX_ALGOS][GCOLL_CALIB_MAX_BLOCKS];
+} blocks_t;
+
+static double min_of(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+static double max_of(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/* After a round of blocks: stop timing the clear losers, those whose best
+ * block is slower than prune1 (one block timed) or prune2 (two or more) x
+ * the worst block of the leader (the algorithm with the best worst block).
+ * Identical on every rank (the times are the ranks' maximum). */
+static void prune(const gcoll_calib_timing_t *tm, blocks_t *k, int nalgos)
+{
+    int lead = -1;
+    for (int a = 0; a < nalgos; a++)
+        if (k->iters[a] > 0 && k->nb[a] &&
+            (lead < 0 || max_of(k->b[a], k->nb[a]) < max_of(k->b[lead], k->nb[lead])))
+            lead = a;
+    if (lead < 0) return;
+    double worst = max_of(k->b[lead], k->nb[lead]);
+    for (int a = 0; a < nalgos; a++) {
+        double factor = k->nb[a] >= 2 ? tm->prune2 : tm->prune1;
+        if (a != lead && k->iters[a] > 0 && k->nb[a] && factor > 1 &&
+            min_of(k->b[a], k->nb[a]) > factor * worst)
+            k->iters[a] = -1;
+    }
+}
+
+/* How many calls make a block of about timing.block_s.  A single call is a
+ * poor guide where ranks share CPUs (it may run in one turn of the
+ * scheduler, the next take a tick), so probes grow, at most 8x at a time,
+ * until one lasts a quarter block; the count follows from that one.  Where
+ * the last probe had that many calls (calls longer than a block: one), it
+ * is a block like the others and is kept as the first (*first >= 0). */
+static gcoll_status_t calls_per_block(gcoll_calib_t *c, gcoll_coll_t coll, size_t n, long *iters,
+                                      double *first)
+{
+    const gcoll_calib_timing_t *tm = &c->timing;
+    double per = 0;
+    long probe = tm->probe_calls > 0 ? tm->probe_calls : 1;
+    if (tm->warmup_calls) GCOLL_TRY(time_block(c, coll, n, tm->warmup_calls, &per));
+    for (;;) {
+        GCOLL_TRY(time_block(c, coll, n, probe, &per));
+        if (per * (double)probe >= tm->block_s / 4 || probe >= tm->max_iters) break;
+        double want = tm->block_s / 4 / (per > 1e-8 ? per : 1e-8);
+        long next = want < (double)(8 * probe) ? (long)want + 1 : 8 * probe;
+        probe = next > tm->max_iters ? tm->max_iters : next;
+    }
+    double it = tm->block_s / (per > 1e-8 ? per : 1e-8);
+    *iters = it < 1 ? 1 : it > (double)tm->max_iters ? tm->max_iters : (long)it;
+    *first = *iters == probe ? per : -1;
+    return GCOLL_SUCCESS;
+}
+
+/* An algorithm's time at a size from all its blocks: the median, or where
+ * it was pruned the mean (how far behind it is). */
+static void settle(gcoll_calib_sweep_t *w, int si, int a, int pruned)
+{
+    int n = w->nblk[si][a];
+    double v[GCOLL_CALIB_MAX_BLOCKS], sum = 0;
+    memcpy(v, w->blk[si][a], sizeof(double) * (size_t)n);
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    for (int b = 0; b < n; b++) sum += v[b];
+    w->t[si][a] = pruned ? sum / n : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    w->spread[si][a] = !pruned && v[0] > 0 ? v[n - 1] / v[0] : 0;
+}
+
+static void keep_block(gcoll_calib_sweep_t *w, int si, int a, double secs)
+{
+    if (w->nblk[si][a] < GCOLL_CALIB_MAX_BLOCKS) w->blk[si][a][w->nblk[si][a]++] = secs;
+}
+
+/* Time the algorithms marked in use[] (all when NULL) at w->sizes[si],
+ * timing.nblocks more blocks each; the others keep their times. */
+static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, const int *use)
+{
+    const gcoll_calib_timing_t *tm = &c->timing;
+    size_t n = w->sizes[si] / sizeof(float);
+    int nblocks = tm->nblocks < GCOLL_CALIB_MAX_BLOCKS ? tm->nblocks : GCOLL_CALIB_MAX_BLOCKS;
+    blocks_t k;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    memset(&k, 0, sizeof(k));
+    for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++) {
+        if (use && !use[a]) continue;
+        w->t[si][a] = -1;
+        if (!applies(c, w->algos[a], n)) continue;
+        gcoll_select_force(c->comm, w->coll, w->algos[a]);
+        double first = -1;
+        if (w->iters[si][a] > 0) {   /* sized on an earlier pass: warm up only */
+            k.iters[a] = w->iters[si][a];
+            st = time_block(c, w->coll, n, 1, &first);
+            first = -1;
+        } else {
+            st = calls_per_block(c, w->coll, n, &k.iters[a], &first);
+            w->iters[si][a] = k.iters[a];
+        }
+        if (st == GCOLL_SUCCESS && first >= 0) {
+            k.b[a][k.nb[a]++] = first;
+            keep_block(w, si, a, first);
+        }
+    }
+    for (int b = 0, more = 1; more && st == GCOLL_SUCCESS; b++) {   /* interleaved, rotating */
+        prune(tm, &k, w->nalgos);
+        more = 0;
+        for (int j = 0; j < w->nalgos && st == GCOLL_SUCCESS; j++) {
+            int a = (j + b) % w->nalgos;
+            if (k.iters[a] <= 0 || k.nb[a] >= nblocks) continue;
+            more = 1;
+            gcoll_select_force(c->comm, w->coll, w->algos[a]);
+            st = time_block(c, w->coll, n, k.iters[a], &k.b[a][k.nb[a]]);
+            if (st == GCOLL_SUCCESS) keep_block(w, si, a, k.b[a][k.nb[a]]);
+            k.nb[a]++;
+        }
+    }
+    gcoll_select_force(c->comm, w->coll, NULL);
+    for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++)
+        if (k.nb[a]) settle(w, si, a, k.iters[a] < 0);
+    return st;
+}
+
+gcoll_status_t gcoll_calib_measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si)
+{
+    return measure(c, w, si, NULL);
+}
+
+/* ---- winners -------------------------------------------------------------------- */
+
+/* The fastest applicable algorithm per size, where ties (within the slack)
+ * go to the previous size's winner, else to the algorithm that is fastest
+ * at the most sizes: noise between algorithms that are level (shm and hier
+ * on one node run the same node-level code) does not split ranges. */
+void gcoll_calib_pick(gcoll_calib_sweep_t *w)
+{
+    int fastest[GCOLL_CALIB_MAX_SIZES], wins[GCOLL_CALIB_MAX_ALGOS] = { 0 };
+    for (int s = 0; s < w->nsizes; s++) {
+        fastest[s] = -1;
+        for (int a = 0; a < w->nalgos; a++)
+            if (w->t[s][a] >= 0 && (fastest[s] < 0 || w->t[s][a] < w->t[s][fastest[s]])) fastest[s] = a;
+        if (fastest[s] >= 0) wins[fastest[s]]++;
+    }
+    for (int s = 0; s < w->nsizes; s++) {
+        int best = fastest[s], prev = s ? w->best[s - 1] : -1;
+        if (best >= 0) {
+            double bar = KEEP_SLACK * w->t[s][best];
+            for (int a = 0; a < w->nalgos; a++)
+                if (w->t[s][a] >= 0 && w->t[s][a] <= bar && wins[a] > wins[best]) best = a;
+            if (prev >= 0 && w->t[s][prev] >= 0 && w->t[s][prev] <= bar) best = prev;
+        }
+        w->best[s] = best;
+    }
+}
+
+void gcoll_calib_noise(const gcoll_calib_sweep_t *w, double *median, double *worst)
+{
+    double v[GCOLL_CALIB_MAX_SIZES];
+    int n = 0;
+    for (int s = 0; s < w->nsizes; s++)
+        if (w->best[s] >= 0 && w->spread[s][w->best[s]] > 0) v[n++] = w->spread[s][w->best[s]];
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    *median = n ? v[n / 2] : 0;
+    *worst = n ? v[n - 1] : 0;
+}
+
+/* The power of two strictly between two sizes nearest their geometric
+ * middle, or 0 if there is none. */
+static size_t midpoint(size_t lo, size_t hi)
+{
+    int l0 = 0, l1 = 0;
+    while (l0 < 62 && ((size_t)1 << (l0 + 1)) <= lo) l0++;
+    while (l1 < 62 && ((size_t)1 << (l1 + 1)) <= hi) l1++;
+    int m = (l0 + l1 + 1) / 2;
+    size_t p = (size_t)1 << m;
+    return p > lo && p < hi ? p : 0;
+}
+
+/* Make room at index i (shifting the later sizes up). */
+static void insert_size(gcoll_calib_sweep_t *w, int i, size_t bytes)
+{
+    memmove(&w->sizes[i + 1], &w->sizes[i], sizeof(w->sizes[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->t[i + 1], &w->t[i], sizeof(w->t[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->best[i + 1], &w->best[i], sizeof(w->best[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->spread[i + 1], &w->spread[i], sizeof(w->spread[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->blk[i + 1], &w->blk[i], sizeof(w->blk[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->nblk[i + 1], &w->nblk[i], sizeof(w->nblk[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->iters[i + 1], &w->iters[i], sizeof(w->iters[0]) * (size_t)(w->nsizes - i));
+    memset(w->nblk[i], 0, sizeof(w->nblk[i]));
+    memset(w->iters[i], 0, sizeof(w->iters[i]));
+    w->sizes[i] = bytes;
+    for (int a = 0; a < w->nalgos; a++) w->t[i][a] = -1, w->spread[i][a] = 0;
+    w->best[i] = -1;
+    w->nsizes++;
+}
+
+gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int max_new)
+{
+    gcoll_calib_pick(w);
+    int added = 0;
+    for (int s = 0; s + 1 < w->nsizes && added < max_new && w->nsizes < GCOLL_CALIB_MAX_SIZES; s++) {
+        int a = w->best[s], b = w->best[s + 1];
+        size_t mid = midpoint(w->sizes[s], w->sizes[s + 1]);
+        if (a < 0 || b < 0 || a == b || !mid || w->sizes[s + 1] < 4 * w->sizes[s]) continue;
+        int use[GCOLL_CALIB_MAX_ALGOS] = { 0 };
+        use[a] = use[b] = 1;
+        insert_size(w, s + 1, mid);
+        GCOLL_TRY(measure(c, w, s + 1, use));
+        added++;
+        s++;   /* the new point's right neighbour: next pair */
+    }
+    gcoll_calib_pick(w);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w)
+{
+    gcoll_calib_pick(w);
+    for (int s = 0; s < w->nsizes; s++) {
+        int a = w->best[s], b = -1, use[GCOLL_CALIB_MAX_ALGOS] = { 0 };
+        if (a < 0) continue;
+        for (int i = 0; i < w->nalgos; i++)
+            if (i != a && w->t[s][i] >= 0 && (b < 0 || w->t[s][i] < w->t[s][b])) b = i;
+        use[a] = 1;
+        if (b >= 0) use[b] = 1;
+        GCOLL_TRY(measure(c, w, s, use));
+    }
+    gcoll_calib_pick(w);
+    return GCOLL_SUCCESS;
+}
+
+/* Where the winner of size s hands over to the winner of size n (the next
+ * size with a winner): the crossing of their log-log lines, rounded to a
+ * power of two inside (s, n]. */
+static size_t crossover(const gcoll_calib_sweep_t *w, int s, int n)
+{
+    int a = w->best[s], b = w->best[n];
+    double x0 = log2((double)w->sizes[s]), x1 = log2((double)w->sizes[n]);
+    double x = 0.5 * (x0 + x1);
+    if (w->t[s][b] > 0 && w->t[n][a] > 0) {
+        double d0 = log(w->t[s][a] / w->t[s][b]), d1 = log(w->t[n][a] / w->t[n][b]);
+        if (d1 - d0 > 0) x = x0 + (x1 - x0) * (-d0) / (d1 - d0);
+    }
+    double p = floor(x + 0.5);
+    if (p <= x0) p = floor(x0) + 1;
+    if (p > x1) p = x1;
+    return (size_t)1 << (int)p;
+}
+
+/* ---- rows ------------------------------------------------------------------------ */
+
+static void write_row(FILE *f, gcoll_coll_t coll, int nodes_lo, int nodes_hi, int ppn,
+                      size_t lo, size_t hi, const gcoll_algo_t *algo)
+{
+    gcoll_tune_row_t r = { .coll = coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
+                           .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
+                           .bytes_lo = lo, .bytes_hi = hi, .algo = algo };
+    char line[512];
+    gcoll_tune_format_row(line, sizeof line, &r);
+    fprintf(f, "%s\n", line);
+}
+
+void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
+                            int ppn)
+{
+    size_t lo = 0;
+    for (int s = 0; s < w->nsizes; s++) {
+        if (w->best[s] < 0) continue;
+        int next = s + 1;
+        while (next < w->nsizes && w->best[next] < 0) next++;
+        int last = next >= w->nsizes;
+        if (!last && w->best[next] == w->best[s]) continue;
+        size_t hi = last ? GCOLL_TUNE_INF_SIZE : crossover(w, s, next);
+        if (w->coll == GCOLL_COLL_BARRIER) lo = 0, hi = GCOLL_TUNE_INF_SIZE;
+        write_row(f, w->coll, nodes_lo, nodes_hi, ppn, lo, hi, w->algos[w->best[s]]);
+        lo = hi;
+        if (last) break;
+    }
+}
+
+void gcoll_calib_write_medians(FILE *f, const gcoll_calib_sweep_t *w, const char *note)
+{
+    fprintf(f, "# %s medians%s (us):\n", gcoll_coll_name(w->coll), note);
+    for (int s = 0; s < w->nsizes; s++) {
+        char sz[32];
+        gcoll_tune_format_size(sz, sizeof sz, w->sizes[s]);
+        fprintf(f, "#   %-6s", w->coll == GCOLL_COLL_BARRIER ? "-" : sz);
+        for (int a = 0; a < w->nalgos; a++)
+            if (w->t[s][a] >= 0)
+                fprintf(f, " %s%s=%.2f", a == w->best[s] ? "*" : "", w->algos[a]->name,
+                        w->t[s][a] * 1e6);
+        fprintf(f, "\n");
+    }
+}

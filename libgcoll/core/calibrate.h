@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Measuring algorithms on a live communicator and turning the measurements
+ * into selection-table rows.  The one measuring core of gcoll_tune (long,
+ * thorough sweeps) and of the calibration at communicator creation
+ * (core/tune_cache.c: a few seconds, cached per machine and shape).
+ *
+ * How a size is measured: every algorithm of the collective that builds a
+ * schedule here (gcoll_select_try, agreed by all ranks) is forced in turn
+ * (gcoll_select_force, what GCOLL_ALGO does) and timed in blocks: an
+ * MPI_Barrier, one untimed call to line the ranks up, then calls timed with
+ * MPI_Wtime; a block's time is the slowest rank's.  The algorithms' blocks
+ * are interleaved (the order rotating per block), so a machine changing speed
+ * affects all alike; an algorithm's time is the median of its blocks (of
+ * every pass over the size: gcoll_calib_confirm adds a second).  With
+ * pruning, an algorithm clearly behind the leader after its first one or two
+ * blocks is not timed further (its time is then the mean of those blocks).
+ *
+ * Winners and rows: per size the fastest algorithm wins (among those within
+ * 3% of it, the previous size's winner, else the one fastest at the most
+ * sizes, so noise between level algorithms does not split a range); the
+ * crossover between two measured sizes is placed where the two winners'
+ * times cross on a log-log line, rounded to a power of two. */
+#ifndef GCOLL_CALIBRATE_H
+#define GCOLL_CALIBRATE_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "gcoll.h"
+#include "algos/algo.h"
+
+#define GCOLL_CALIB_MAX_SIZES  48
+#define GCOLL_CALIB_MAX_ALGOS  8
+#define GCOLL_CALIB_MAX_BLOCKS 9
+
+typedef struct {
+    double block_s;       /* target seconds per timed block */
+    int    nblocks;       /* timed blocks per algorithm and size, odd, <= MAX_BLOCKS */
+    long   max_iters;     /* calls per block at most */
+    int    warmup_calls;  /* untimed calls before sizing the blocks (besides the probe's own) */
+    int    probe_calls;   /* calls timed to size the blocks */
+    double prune1;        /* > 1: after one block, drop algorithms slower than prune1 x the
+                           * fastest; 0: never */
+    double prune2;        /* > 1: after two blocks, drop algorithms whose faster block is
+                           * slower than prune2 x the leader's slower one; 0: never */
+} gcoll_calib_timing_t;
+
+/* gcoll_tune's: 50 ms blocks (many 4 ms scheduler ticks, so that ranks
+ * sharing CPUs are timed over a representative mix of who runs when), 5 of
+ * them, every algorithm timed in full. */
+extern const gcoll_calib_timing_t gcoll_calib_timing_tune;
+/* Communicator creation's: short blocks, pruning, a few seconds in all. */
+extern const gcoll_calib_timing_t gcoll_calib_timing_quick;
+
+typedef struct {
+    gcoll_coll_t        coll;
+    int                 nsizes, nalgos;
+    size_t              sizes[GCOLL_CALIB_MAX_SIZES];          /* ascending */
+    const gcoll_algo_t *algos[GCOLL_CALIB_MAX_ALGOS];
+    double              t[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* s per call; < 0:
+                                                                * not applicable, not timed */
+    int                 best[GCOLL_CALIB_MAX_SIZES];           /* index into algos, -1: none */
+    double              spread[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* slowest over
+                                                                * fastest block; 0: pruned */
+    /* every block timed so far (s per call) and the calls per block */
+    double              blk[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS][GCOLL_CALIB_MAX_BLOCKS];
+    unsigned char       nblk[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
+    long                iters[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
+} gcoll_calib_sweep_t;
+
+/* How steady the machine was: the median over sizes of the winner's block
+ * spread (1.0: every block alike), and the largest. */
+void gcoll_calib_noise(const gcoll_calib_sweep_t *w, double *median, double *worst);
+
+/* A measuring session: the communicator and buffers holding real data. */
+typedef struct {
+    gcoll_comm_t         comm;
+    float               *send, *recv;
+    size_t               cap;          /* bytes of each */
+    gcoll_calib_timing_t timing;
+    int                  timed;        /* blocks timed so far (all sizes, all algorithms) */
+} gcoll_calib_t;
+
+/* Send and receive buffers of cap bytes each (allreduce, bcast, reduce up
+ * to cap bytes; allgather, reduce_scatter, alltoall up to cap / ranks),
+ * every page written: an untouched calloc reads as the kernel's zero page,
+ * always in L1, which made large calls look up to 1.5x faster than on real
+ * data. */
+gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
+                                const gcoll_calib_timing_t *timing);
+void gcoll_calib_fini(gcoll_calib_t *c);
+
+/* Sizes min, min*step, ... up to max (barrier: one "size", 0), and every
+ * registered algorithm of coll. */
+void gcoll_calib_plan(gcoll_calib_sweep_t *w, gcoll_coll_t coll, size_t min, size_t max, int step);
+/* The given sizes (ascending), every registered algorithm of coll. */
+void gcoll_calib_plan_sizes(gcoll_calib_sweep_t *w, gcoll_coll_t coll, const size_t *sizes, int n);
+
+/* Time every applicable algorithm at w->sizes[si] (collective over the
+ * communicator).  A failed call fails every rank alike (the status of the
+ * rank that failed, a sentence on the others); selection is back to the
+ * table afterwards either way. */
+gcoll_status_t gcoll_calib_measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si);
+
+/* Winners per size (w->best). */
+void gcoll_calib_pick(gcoll_calib_sweep_t *w);
+
+/* Where the winners of two neighbouring sizes differ and the sizes are 4x or
+ * more apart, measure the two at a power of two between them, so the
+ * crossover is placed from a measurement, not a long interpolation; then
+ * pick again.  Adds at most max_new sizes.  Collective. */
+gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int max_new);
+
+/* Time each size's winner and runner-up again, a few blocks each, and
+ * pick again from all their blocks: an algorithm whose speed depends on
+ * where the scheduler happens to put the ranks (two ranks of a node on one
+ * core or two, when ranks outnumber cores) can be fast for a while and slow
+ * for the next; one measurement taken while it was fast would cache it.
+ * Collective. */
+gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w);
+
+/* Table rows for the winners: one row per run of sizes with the same
+ * winner, keyed nodes_lo..nodes_hi, ppn, host memory; the first row starts
+ * at 0 bytes, the last ends at inf. */
+void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
+                            int ppn);
+
+/* The measured medians as comment lines ("*" marks the winner). */
+void gcoll_calib_write_medians(FILE *f, const gcoll_calib_sweep_t *w, const char *note);
+
+#endif

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Does the default allreduce choice fit this machine?  Issue 12's acceptance
+# check: starting from a clean calibration cache, the default (no GCOLL_ALGO)
+# must be within 10% of the best forced algorithm at 8 B, 4 KiB, 64 KiB,
+# 1 MiB and 16 MiB.
+#
+#   scripts/check_selection.sh [-b BUILD] [-r ROUNDS] [-s "2 4:2"] [-l 1.10] [-k]
+#
+#   -b BUILD   build directory holding bench/gcoll_bench_allreduce (default ./build)
+#   -r ROUNDS  launches per (variant, size group), default 5; the median counts
+#   -s SHAPES  "NP" or "NP:NODE_SIZE" (GCOLL_NODE_SIZE), default "2 4:2"
+#   -l LIMIT   default/best ratio allowed, default 1.10
+#   -k         keep the temporary directory (cache entries, raw outputs)
+#
+# How: per shape, a fresh cache directory (GCOLL_TUNE_CACHE); the first
+# default launch calibrates (its stderr line gives the time) and writes the
+# entry, later default launches read it.  Variants: the default and every
+# allreduce algorithm forced with --algo (one that declines on the shape is
+# reported n/a).  Each launch runs one size group (8 B-4 KiB, 64 KiB, 1 MiB,
+# 16 MiB) with enough iterations to last a fraction of a second; within a
+# round the variants alternate, the order rotating per round, because this
+# kind of machine drifts 2-3x in speed between minutes: compare medians of
+# interleaved launches, never two sweeps taken minutes apart.
+#
+# Environment: MPIRUN (default mpirun), MPIRUN_FLAGS (replace the default
+# flags: none at 2 ranks, "--oversubscribe --bind-to none" above; e.g.
+# "--oversubscribe --bind-to core:overload-allowed --map-by core" pins the
+# ranks, which makes the two-level algorithms steady where ranks share
+# cores), NICE (default "nice -n 19": the development machine is shared;
+# set NICE= on a machine of your own).
+# Exit status: 0 every size within the limit, 1 some size not, 2 usage or
+# setup error.
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+rounds=5
+shapes="2 4:2"
+limit=1.10
+keep=0
+while getopts "b:r:s:l:kh" opt; do
+    case $opt in
+    b) build=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    s) shapes=$OPTARG ;;
+    l) limit=$OPTARG ;;
+    k) keep=1 ;;
+    *) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 2 ;;
+    esac
+done
+MPIRUN=${MPIRUN:-mpirun}
+NICE=${NICE-nice -n 19}
+bench=$build/bench/gcoll_bench_allreduce
+info=$build/tools/gcoll_info
+[ -x "$bench" ] && [ -x "$info" ] || { echo "check_selection: build $build first (no $bench)"; exit 2; }
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+unset GCOLL_ALGO GCOLL_TUNE GCOLL_TUNE_FILE GCOLL_NODE_SIZE GCOLL_DEBUG
+tmp=$(mktemp -d)
+if [ "$keep" = 1 ]; then echo "check_selection: keeping $tmp"; else trap 'rm -rf "$tmp"' EXIT; fi
+
+algos=$("$info" -a | sed -n 's/^allreduce: //p')
+# size groups: -m range, iterations, warm-up; the sizes taken from each
+groups=("8:4K 1000 100" "64K:64K 300 30" "1M:1M 40 5" "16M:16M 6 2")
+checked="8 4096 65536 1048576 16777216"
+
+flags_for() {   # flags_for NP: more ranks than cores need these with Open MPI
+    if [ -n "${MPIRUN_FLAGS:-}" ]; then
+        echo "$MPIRUN_FLAGS"
+    elif [ "$1" -gt 2 ] && "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+        echo "--oversubscribe --bind-to none"
+    fi
+}
+
+# launch SHAPE_DIR NP NODE_SIZE VARIANT GROUP ROUND
+launch() {
+    local dir=$1 np=$2 ns=$3 variant=$4 g=$5 round=$6
+    local range iters warm algo_flag=() envs=("GCOLL_TUNE_CACHE=$dir/cache")
+    read -r range iters warm <<<"${groups[$g]}"
+    [ "$variant" != default ] && algo_flag=(--algo "$variant")
+    [ "$ns" != 0 ] && envs+=("GCOLL_NODE_SIZE=$ns")
+    local out=$dir/$variant.$g.$round
+    # shellcheck disable=SC2046,SC2086  # flags and NICE are words on purpose
+    env "${envs[@]}" timeout -k 10 600 $NICE "$MPIRUN" $(flags_for "$np") -np "$np" "$bench" \
+        --impl gcoll -m "$range" -i "$iters" -x "$warm" "${algo_flag[@]}" >"$out" 2>"$out.err"
+    local rc=$?
+    [ $rc = 0 ] || echo "  launch failed (rc $rc): $variant -m $range, see $out.err" >&2
+    if grep -q "cached in" "$out.err"; then
+        sed -n 's/.*\(gcoll: calibrating.*\)/\1/p' "$out.err" | head -n 1 >"$dir/calibration"
+    fi
+    if [ "$variant" != default ] && grep -q "instead" "$out.err"; then touch "$dir/$variant.declines"; fi
+}
+
+median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+
+fail=0
+for shape in $shapes; do
+    np=${shape%%:*}
+    ns=0
+    [ "$shape" != "$np" ] && ns=${shape#*:}
+    dir=$tmp/shape-$np-$ns
+    mkdir -p "$dir/cache"
+    variants=(default $algos)
+    nv=${#variants[@]}
+    label="$np ranks"
+    [ "$ns" != 0 ] && label="$label, GCOLL_NODE_SIZE=$ns"
+    echo "== $label: $rounds rounds x ${#variants[@]} variants x ${#groups[@]} size groups, interleaved"
+    start=$SECONDS
+    # the calibrating launch first, on a clean cache
+    launch "$dir" "$np" "$ns" default 0 0
+    for ((r = 1; r <= rounds; r++)); do
+        for ((g = 0; g < ${#groups[@]}; g++)); do
+            for ((j = 0; j < nv; j++)); do
+                launch "$dir" "$np" "$ns" "${variants[$(((j + r + g) % nv))]}" "$g" "$r"
+            done
+        done
+    done
+    echo "   $((SECONDS - start)) s of launches; $(cat "$dir/calibration" 2>/dev/null || echo 'no calibration line seen')"
+    # which algorithm the default runs at each size: the decisions it logs
+    # shellcheck disable=SC2046,SC2086
+    env GCOLL_TUNE_CACHE="$dir/cache" GCOLL_DEBUG=INFO $( [ "$ns" != 0 ] && echo "GCOLL_NODE_SIZE=$ns" ) \
+        timeout -k 10 600 "$MPIRUN" $(flags_for "$np") -np "$np" "$bench" --impl gcoll -m 8:16M -i 1 -x 0 \
+        >/dev/null 2>"$dir/decisions"
+    entry=$(ls "$dir"/cache/*.tbl 2>/dev/null | head -n 1)
+    if [ -n "$entry" ]; then
+        echo "   cache rows ($(basename "$entry")):"
+        grep -v '^#' "$entry" | sed 's/^/     /'
+    fi
+    printf "   %-10s %12s %-14s %12s  %-14s %7s  %s\n" size "default us" "(runs)" "best us" \
+        "best forced" ratio verdict
+    for size in $checked; do
+        def=$(for f in "$dir"/default.*.[1-9]*; do
+                  case $f in *.err) continue ;; esac
+                  awk -v s="$size" '$1 == s {print $2}' "$f"
+              done | median)
+        best="" bname=""
+        for v in $algos; do
+            [ -e "$dir/$v.declines" ] && continue
+            m=$(for f in "$dir/$v".*.[1-9]*; do
+                    case $f in *.err) continue ;; esac
+                    awk -v s="$size" '$1 == s {print $2}' "$f"
+                done | median)
+            [ -n "$m" ] || continue
+            if [ -z "$best" ] || awk -v a="$m" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=$m bname=$v; fi
+        done
+        runs=$(awk -v s="$size" '/ select allreduce [0-9]+\.\.[0-9]+ B/ {
+                   split($0, p, "select allreduce "); split(p[2], r, "[. ]+"); lo = r[1] + 0; hi = r[2] + 0
+                   if (s >= lo && s <= hi) { sub(/ \(.*/, "", p[2]); n = split(p[2], w, " "); print w[n]; exit } }' \
+                   "$dir/decisions")
+        if [ -z "$def" ] || [ -z "$best" ]; then
+            printf "   %-10s %12s %-14s %12s  %-14s %7s  %s\n" "$size" "${def:-?}" "(${runs:-?})" "${best:-?}" \
+                "$bname" "-" "NO DATA"
+            fail=1
+            continue
+        fi
+        ratio=$(awk -v a="$def" -v b="$best" 'BEGIN {printf "%.2f", a / b}')
+        verdict=ok
+        awk -v r="$ratio" -v l="$limit" 'BEGIN {exit !(r > l)}' && verdict="OVER $limit" && fail=1
+        printf "   %-10s %12s %-14s %12s  %-14s %7s  %s\n" "$size" "$def" "(${runs:-?})" "$best" "$bname" \
+            "$ratio" "$verdict"
+    done
+    declined=$(cd "$dir" && ls ./*.declines 2>/dev/null | sed 's#^\./##; s/\.declines$//' | tr '\n' ' ')
+    [ -n "$declined" ] && echo "   n/a (decline on this shape, fall back): $declined"
+    echo "   per-algorithm medians (us) at the checked sizes:"
+    for v in default $algos; do
+        [ -e "$dir/$v.declines" ] && continue
+        line=$(printf "     %-13s" "$v")
+        for size in $checked; do
+            m=$(for f in "$dir/$v".*.[1-9]*; do
+                    case $f in *.err) continue ;; esac
+                    awk -v s="$size" '$1 == s {print $2}' "$f"
+                done | median)
+            line="$line $(printf "%10s" "${m:-?}")"
+        done
+        echo "$line"
+    done
+done
+uptime | sed 's/^/load: /'
+exit $fail
