@@ -116,6 +116,10 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "background thread, asleep when idle), auto (thread unless the transport is mpi without "
       "MPI_THREAD_MULTIPLE)",
       parse_progress, FIELD(progress) },
+    { "GCOLL_ZCOPY", "1",
+      "0: collectives on gcoll_mem_alloc buffers copy through the node's segment like any other "
+      "(zero-copy off); agreed per node at gcoll_comm_create",
+      parse_bool, FIELD(zcopy) },
 };
 
 const size_t gcoll_config_table_size = sizeof(gcoll_config_table) / sizeof(gcoll_config_table[0]);

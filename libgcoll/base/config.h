@@ -25,6 +25,7 @@ typedef struct {
     double timeout;                        /* GCOLL_TIMEOUT seconds, 0 = wait forever */
     int    check;                          /* GCOLL_CHECK: 0/1 */
     int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
+    int    zcopy;                          /* GCOLL_ZCOPY: 0/1 */
 } gcoll_config_t;
 
 typedef struct gcoll_config_entry {

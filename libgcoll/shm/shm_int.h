@@ -94,6 +94,7 @@ struct gcoll_shm {
     size_t            map_bytes;
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */
     unsigned char    *data;        /* region of rank 0 */
+    struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
 };
 
 /* Slow path of a wait: sleep, watch the clock, report the missing ranks. */
