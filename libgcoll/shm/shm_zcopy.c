@@ -44,6 +44,7 @@
  * history stays the same everywhere; a rank that cannot map it says so in
  * phase 1 and the node copies instead (identically, one phase later). */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,14 +514,17 @@ static int zc_decide(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     struct gcoll_shm_zc *zc = shm->zc;
     int P = shm->size, rp = gcoll_shm_rpar(shm), valid = 0;
-    for (int j = 0; j < P; j++) {
-        memcpy(&zc->desc[j], gcoll_shm_inline(shm, j, rp), sizeof(zc_desc_t));
-        valid += zc->desc[j].valid != 0;
+    for (int j = 0; j < P; j++) {   /* one word per rank: what callers without */
+        uint32_t v;                  /* gcoll_mem_alloc buffers pay */
+        memcpy(&v, gcoll_shm_inline(shm, j, rp) + offsetof(zc_desc_t, valid), sizeof(v));
+        valid += v != 0;
     }
     if (valid < P) {
         zc->stats.declined++;
         return zc_decline(shm, o, valid > 0);
     }
+    for (int j = 0; j < P; j++)
+        memcpy(&zc->desc[j], gcoll_shm_inline(shm, j, rp), sizeof(zc_desc_t));
     if (zc_all_known(zc, P)) {
         zc_resolve_known(shm, o);
         zc_go(shm, o);
@@ -556,8 +560,13 @@ int gcoll_shm_zc_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     struct gcoll_shm_zc *zc = shm->zc;
     if (o->t == 0) {
-        memcpy(gcoll_shm_inline(shm, shm->rank, gcoll_shm_wpar(shm)), &zc->mine, sizeof(zc->mine));
-        return !zc->mine.valid;   /* it will be needed unless all are shareable */
+        unsigned char *line = gcoll_shm_inline(shm, shm->rank, gcoll_shm_wpar(shm));
+        if (!zc->mine.valid) {   /* the copying form will be needed: run its phase 0 */
+            memcpy(line + offsetof(zc_desc_t, valid), &zc->mine.valid, sizeof(zc->mine.valid));
+            return 1;
+        }
+        memcpy(line, &zc->mine, sizeof(zc->mine));
+        return 0;
     }
     switch (zc->stage) {
     case ZC_DECIDE:  return zc_decide(shm, o);
