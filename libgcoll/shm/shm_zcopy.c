@@ -90,8 +90,8 @@ typedef struct {
     gcoll_mem_map_t *map;   /* its pinned mapping (NULL for this rank's own) */
 } zc_known_t;
 
+/* Exists only on a segment whose ranks can all map each other's memory. */
 struct gcoll_shm_zc {
-    int                  ok;           /* every rank maps every other's memory */
     /* the op in progress */
     int                  stage;
     size_t               work0;        /* phase of work piece 0 */
@@ -155,7 +155,6 @@ void gcoll_shm_zc_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
     else
         gcoll_info("shm: zero-copy off, gcoll_mem_alloc buffers are copied: %s",
                    ok ? "another local rank cannot map its peers' memory" : why);
-    if (zc) zc->ok = all_ok;
     shm->zc = zc;
     if (zc && !all_ok) {
         gcoll_shm_zc_destroy(shm);
