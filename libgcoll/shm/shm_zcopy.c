@@ -19,8 +19,8 @@
  *               all shareable, some buffer new -> map it; publish ok
  *   phase 2   (new buffers only) read every rank's ok: all -> work piece 0;
  *             else the copying form from its phase 0 (nothing written yet)
- *   work      allreduce: reduce my slice (1/P of the vector, in 8 KiB
- *             blocks so the accumulator stays in L1) from all P sources,
+ *   work      allreduce: reduce my slice (1/P of the vector, in 2 KiB
+ *             blocks through an L1 accumulator) from all P sources,
  *             write it into all P destinations; reduce: into the root's
  *             only; reduce_scatter: my block from all P sources into my
  *             destination; allgather: copy every peer's block out of its
@@ -33,6 +33,12 @@
  *   of an allreduce: 1 read of P/P sources, 1 write: the streaming floor
  *   (the copying pipeline moves ~3x that).  Only a slice's owner touches
  *   it, in every buffer, so in-place calls are safe.
+ *
+ *   Blocks of 2 KiB: reducing two 16 MiB float32 vectors block by block
+ *   into the accumulator and streaming it to two outputs ran at 1.06x a
+ *   plain streaming copy of the same bytes with 1-2 KiB blocks, 1.45x with
+ *   8 KiB ones (one core, medians of 21; at 4 MiB 1.16x against 1.31x):
+ *   short bursts keep the read and the write streams going together.
  *
  * Which buffers are "already mapped" is decided from published facts only:
  * per segment and rank, the ids of the last ZC_KNOWN allocations that rank
@@ -63,7 +69,7 @@
 #include "base/reduce.h"
 
 #define ZC_KNOWN   8             /* allocations remembered per rank */
-#define ZC_BLOCK   (8u << 10)    /* accumulator bytes: stays in L1 */
+#define ZC_BLOCK   (2u << 10)    /* accumulator bytes (see the top of this file) */
 #define ZC_PIECE   (1u << 20)    /* bytes of my part per work phase */
 #define ZC_NT_MIN  (16u << 20)   /* allreduce results this large bypass the caches */
 
