@@ -274,8 +274,10 @@ gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
  * Allocation is a system call and a file descriptor per buffer (see
  * docs/design.md): allocate once, reuse.  Needs no communicator and may
  * be called before MPI_Init.  Thread-safe.  Memory from gcoll_mem_alloc
- * is ordinary memory for every other purpose (MPI, CUDA host registration,
- * NumPy through the Python binding's gcoll.empty).
+ * is ordinary host memory for every other purpose (MPI calls, NumPy arrays
+ * through the Python binding's gcoll.empty), except that a child made by
+ * fork() shares it with its parent (it is a shared mapping) instead of
+ * getting a copy.
  */
 /**@{*/
 
