@@ -80,8 +80,8 @@ static void fill(bench_t *b, unsigned salt)
         gcoll_bench_elem_set(a->hrecv, i, a->dtype,
                              in_recv && a->rank == a->root ? b->coll->input(a, salt, i)
                                                            : GCOLL_BENCH_SENTINEL);
-    gcoll_bench_mem_upload(b->o.cuda, a->send, a->hsend, ns * a->dt_size);
-    gcoll_bench_mem_upload(b->o.cuda, a->recv, a->hrecv, nr * a->dt_size);
+    gcoll_bench_mem_upload(b->o.mem, a->send, a->hsend, ns * a->dt_size);
+    gcoll_bench_mem_upload(b->o.mem, a->recv, a->hrecv, nr * a->dt_size);
 }
 
 /* Wrong elements of this rank's output; the first is reported to stderr. */
@@ -89,7 +89,7 @@ static size_t check(bench_t *b, int impl, unsigned salt)
 {
     const gcoll_bench_args_t *a = &b->a;
     size_t n = b->coll->out_elems(a), bad = 0, first = 0;
-    gcoll_bench_mem_download(b->o.cuda, a->hrecv, a->recv, n * a->dt_size);
+    gcoll_bench_mem_download(b->o.mem, a->hrecv, a->recv, n * a->dt_size);
     if (b->inject && a->rank == 0 && n > 0)   /* test hook: prove -c catches it */
         ((unsigned char *)a->hrecv)[0] ^= 0x5a;
     for (size_t i = 0; i < n; i++)
@@ -201,7 +201,7 @@ static int check_setup(bench_t *b)
         why = "--impl mpi/both: MPI has no 16-bit float sum; use --impl gcoll";
     else if (b->coll->has_root && b->o.root >= b->a.size)
         why = "-r: root must be below the number of ranks";
-    else if (b->o.cuda && b->o.use[GCOLL_BENCH_MPI] && !gcoll_bench_mpi_cuda_aware())
+    else if (b->o.mem == GCOLL_BENCH_MEM_CUDA && b->o.use[GCOLL_BENCH_MPI] && !gcoll_bench_mpi_cuda_aware())
         why = "-d cuda with --impl mpi/both needs a CUDA-aware MPI; this one is not";
     if (!why) {
         MPI_Comm node;
@@ -209,7 +209,7 @@ static int check_setup(bench_t *b)
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
-        if (gcoll_bench_mem_init(b->o.cuda, local, buf, sizeof buf) != 0)
+        if (gcoll_bench_mem_init(b->o.mem, local, buf, sizeof buf) != 0)
             why = buf, status = GCOLL_BENCH_EXIT_SKIP;
     }
     /* The device check may differ between ranks: agree on the worst. */
@@ -247,10 +247,11 @@ static int alloc_buffers(bench_t *b, size_t max_count)
     size_t ns, nr;
     b->coll->buf_elems(max_count, a->size, &ns, &nr);
     b->send_bytes = ns * a->dt_size, b->recv_bytes = nr * a->dt_size;
-    a->send = gcoll_bench_mem_alloc(b->o.cuda, b->send_bytes);
-    a->recv = gcoll_bench_mem_alloc(b->o.cuda, b->recv_bytes);
-    a->hsend = b->o.cuda ? malloc(b->send_bytes ? b->send_bytes : 1) : a->send;
-    a->hrecv = b->o.cuda ? malloc(b->recv_bytes ? b->recv_bytes : 1) : a->recv;
+    a->send = gcoll_bench_mem_alloc(b->o.mem, b->send_bytes);
+    a->recv = gcoll_bench_mem_alloc(b->o.mem, b->recv_bytes);
+    int cuda = b->o.mem == GCOLL_BENCH_MEM_CUDA;
+    a->hsend = cuda ? malloc(b->send_bytes ? b->send_bytes : 1) : a->send;
+    a->hrecv = cuda ? malloc(b->recv_bytes ? b->recv_bytes : 1) : a->recv;
     int ok = a->send && a->recv && a->hsend && a->hrecv, all;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all && a->rank == 0)
@@ -261,12 +262,12 @@ static int alloc_buffers(bench_t *b, size_t max_count)
 
 static void free_buffers(bench_t *b)
 {
-    if (b->o.cuda) {
+    if (b->o.mem == GCOLL_BENCH_MEM_CUDA) {
         free(b->a.hsend);
         free(b->a.hrecv);
     }
-    gcoll_bench_mem_free(b->o.cuda, b->a.send);
-    gcoll_bench_mem_free(b->o.cuda, b->a.recv);
+    gcoll_bench_mem_free(b->o.mem, b->a.send);
+    gcoll_bench_mem_free(b->o.mem, b->a.recv);
 }
 
 /* ---- the run ------------------------------------------------------------ */

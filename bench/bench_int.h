@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include "bench.h"
+#include "bench_mem.h"
 
 enum { GCOLL_BENCH_GCOLL = 0, GCOLL_BENCH_MPI = 1, GCOLL_BENCH_NIMPL = 2 };
 
@@ -20,7 +21,7 @@ typedef struct {
     long          iters, warmup;       /* -1: by size (gcoll_bench_default_iters) */
     int           full;                /* -f */
     int           validate;            /* -c */
-    int           cuda;                /* -d cuda */
+    int           mem;                 /* -d: gcoll_bench_mem_t */
     gcoll_dtype_t dtype;               /* -T */
     int           root;                /* -r */
     int           use[GCOLL_BENCH_NIMPL]; /* --impl */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Buffer placement for -d host|cuda.  Device buffers get host images: inputs
- * are written on the host and copied up, outputs copied down to be checked,
- * so the data and the checks are the same code for both placements. */
+/* Buffer placement for -d host|cuda|gcoll.  Device buffers get host images:
+ * inputs are written on the host and copied up, outputs copied down to be
+ * checked, so the data and the checks are the same code for all placements. */
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,22 +15,37 @@
 #include <mpi-ext.h>
 #endif
 #endif
+#include "gcoll.h"
 #include "bench_mem.h"
 
-/* Host buffers are page aligned, as an application's large tensors are. */
-static void *host_alloc(size_t bytes)
+const char *gcoll_bench_mem_name(int mem)
+{
+    return mem == GCOLL_BENCH_MEM_CUDA ? "cuda" : mem == GCOLL_BENCH_MEM_GCOLL ? "gcoll" : "host";
+}
+
+/* Host buffers are page aligned, as an application's large tensors are;
+ * -d gcoll ones too (gcoll_mem_alloc gives pages). */
+static void *host_alloc(int mem, size_t bytes)
 {
     void *p = NULL;
+    if (mem == GCOLL_BENCH_MEM_GCOLL)
+        return gcoll_mem_alloc(bytes ? bytes : 1, &p) == GCOLL_SUCCESS ? p : NULL;
     if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) return NULL;
     return p;
 }
 
+static void host_free(int mem, void *p)
+{
+    if (mem == GCOLL_BENCH_MEM_GCOLL) gcoll_mem_free(p);
+    else free(p);
+}
+
 #ifdef HAVE_CUDA
-int gcoll_bench_mem_init(int cuda, int local_rank, char *why, size_t len)
+int gcoll_bench_mem_init(int mem, int local_rank, char *why, size_t len)
 {
     int n = 0;
     cudaError_t e;
-    if (!cuda) return 0;
+    if (mem != GCOLL_BENCH_MEM_CUDA) return 0;
     e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         snprintf(why, len, "-d cuda: no CUDA device is usable here (%s)",
@@ -48,59 +63,58 @@ int gcoll_bench_mem_init(int cuda, int local_rank, char *why, size_t len)
     return 0;
 }
 
-void *gcoll_bench_mem_alloc(int cuda, size_t bytes)
+void *gcoll_bench_mem_alloc(int mem, size_t bytes)
 {
     void *p = NULL;
-    if (!cuda) return host_alloc(bytes);
+    if (mem != GCOLL_BENCH_MEM_CUDA) return host_alloc(mem, bytes);
     if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) return NULL;
     return p;
 }
 
-void gcoll_bench_mem_free(int cuda, void *p)
+void gcoll_bench_mem_free(int mem, void *p)
 {
-    if (cuda) cudaFree(p);
-    else free(p);
+    if (mem == GCOLL_BENCH_MEM_CUDA) cudaFree(p);
+    else host_free(mem, p);
 }
 
-void gcoll_bench_mem_upload(int cuda, void *dev, const void *host, size_t bytes)
+void gcoll_bench_mem_upload(int mem, void *dev, const void *host, size_t bytes)
 {
-    if (cuda && bytes) cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
+    if (mem == GCOLL_BENCH_MEM_CUDA && bytes) cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice);
 }
 
-void gcoll_bench_mem_download(int cuda, void *host, const void *dev, size_t bytes)
+void gcoll_bench_mem_download(int mem, void *host, const void *dev, size_t bytes)
 {
-    if (cuda && bytes) cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+    if (mem == GCOLL_BENCH_MEM_CUDA && bytes)
+        cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
 }
 #else
-int gcoll_bench_mem_init(int cuda, int local_rank, char *why, size_t len)
+int gcoll_bench_mem_init(int mem, int local_rank, char *why, size_t len)
 {
     (void)local_rank;
-    if (!cuda) return 0;
+    if (mem != GCOLL_BENCH_MEM_CUDA) return 0;
     snprintf(why, len, "-d cuda: this libgcoll was built without CUDA "
              "(configure --with-cuda=DIR to enable device buffers)");
     return -1;
 }
 
-void *gcoll_bench_mem_alloc(int cuda, size_t bytes)
+void *gcoll_bench_mem_alloc(int mem, size_t bytes)
 {
-    (void)cuda;
-    return host_alloc(bytes);
+    return host_alloc(mem, bytes);
 }
 
-void gcoll_bench_mem_free(int cuda, void *p)
+void gcoll_bench_mem_free(int mem, void *p)
 {
-    (void)cuda;
-    free(p);
+    host_free(mem, p);
 }
 
-void gcoll_bench_mem_upload(int cuda, void *dev, const void *host, size_t bytes)
+void gcoll_bench_mem_upload(int mem, void *dev, const void *host, size_t bytes)
 {
-    (void)cuda, (void)dev, (void)host, (void)bytes;
+    (void)mem, (void)dev, (void)host, (void)bytes;
 }
 
-void gcoll_bench_mem_download(int cuda, void *host, const void *dev, size_t bytes)
+void gcoll_bench_mem_download(int mem, void *host, const void *dev, size_t bytes)
 {
-    (void)cuda, (void)host, (void)dev, (void)bytes;
+    (void)mem, (void)host, (void)dev, (void)bytes;
 }
 #endif
 

@@ -171,7 +171,7 @@ void gcoll_bench_out_header(gcoll_bench_out_t *out)
     if (out->coll->has_size)
         printf(", dtype %s%s", gcoll_dtype_name(o->dtype), out->coll->reduces ? ", op sum" : "");
     if (out->coll->has_root) printf(", root %d", o->root);
-    printf(", %s buffers, impl %s, algo %s\n", o->cuda ? "cuda" : "host",
+    printf(", %s buffers, impl %s, algo %s\n", gcoll_bench_mem_name(o->mem),
            both(out) ? "both" : gcoll_bench_impl_name(primary(out)), o->algo ? o->algo : "auto");
     if (GCOLL_BENCH_OVERLAP(out->coll)) {
         printf("# Size: bytes per rank as OSU counts them\n");
@@ -211,7 +211,7 @@ static void print_row(const gcoll_bench_out_t *out, const gcoll_bench_row_t *r)
 static void csv_row(gcoll_bench_out_t *out, const gcoll_bench_row_t *r)
 {
     fprintf(out->csv, "%s,%d,%s,%s,%zu,%zu,%ld", out->coll->name, out->nranks,
-            gcoll_dtype_name(out->o->dtype), out->o->cuda ? "cuda" : "host", r->size,
+            gcoll_dtype_name(out->o->dtype), gcoll_bench_mem_name(out->o->mem), r->size,
             r->count, r->iters);
     for (int impl = 0; impl < GCOLL_BENCH_NIMPL; impl++) {
         const gcoll_bench_stat_t *s = &r->st[impl];
@@ -291,7 +291,7 @@ static int write_json(const gcoll_bench_out_t *out)
     fprintf(f, "{\n  \"benchmark\": \"gcoll_bench_%s\",\n  \"collective\": \"%s\",\n"
             "  \"library_version\": \"%s\",\n  \"ranks\": %d,\n  \"dtype\": \"%s\",\n"
             "  \"buffers\": \"%s\",\n  \"impls\": [", out->coll->name, out->coll->name, ver,
-            out->nranks, gcoll_dtype_name(o->dtype), o->cuda ? "cuda" : "host");
+            out->nranks, gcoll_dtype_name(o->dtype), gcoll_bench_mem_name(o->mem));
     for (int impl = 0, n = 0; impl < GCOLL_BENCH_NIMPL; impl++)
         if (o->use[impl]) fprintf(f, "%s\"%s\"", n++ ? ", " : "", gcoll_bench_impl_name(impl));
     fprintf(f, "],\n  \"algo\": ");

@@ -245,6 +245,72 @@ gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
 /**@}*/
 
 /**
+ * @name Zero-copy buffers
+ *
+ * Host memory that the other ranks of the node can map.  When, on every
+ * rank of a node, the buffers of a collective (sendbuf and recvbuf, or the
+ * one buffer of an in-place call or of bcast; recvbuf only on the root of a
+ * reduce) lie wholly inside memory from gcoll_mem_alloc(), the node's
+ * shared-memory level reads and writes the peers' buffers directly instead
+ * of staging the data through its segment: an allreduce then reads each
+ * input once and writes each output once.  This holds for allreduce,
+ * reduce_scatter, allgather, bcast and reduce, whenever libgcoll runs the
+ * node level in shared memory (the "shm" algorithms, and the node level of
+ * "hier" on buffers it passes on unchanged) and the call moves at least
+ * 16 KiB.  In every other case (a rank's buffer from malloc, a system
+ * whose processes cannot open each other's /proc/<pid>/fd, GCOLL_ZCOPY=0)
+ * the same call copies, with the same results: the ranks decide together,
+ * per call, from what each published, so mixing allocations is always
+ * correct.
+ *
+ * @code
+ *   float *x;
+ *   gcoll_mem_alloc(n * sizeof(float), (void **)&x);
+ *   ...fill x...
+ *   gcoll_allreduce(x, x, n, GCOLL_FLOAT32, GCOLL_SUM, comm);   // no copies on the node
+ *   gcoll_mem_free(x);
+ * @endcode
+ *
+ * Allocation is a system call and a file descriptor per buffer (see
+ * docs/design.md): allocate once, reuse.  Needs no communicator and may
+ * be called before MPI_Init.  Thread-safe.  Memory from gcoll_mem_alloc
+ * is ordinary host memory for every other purpose (MPI calls, NumPy arrays
+ * through the Python binding's gcoll.empty), except that a child made by
+ * fork() shares it with its parent (it is a shared mapping) instead of
+ * getting a copy.
+ */
+/**@{*/
+
+/**
+ * Allocate @p bytes of host memory that the node's peers can map.
+ *
+ * The memory is page aligned and zero-filled; its pages are reserved at
+ * once, so a machine out of memory fails here rather than later.  If the
+ * system gives no shareable mapping (no file descriptor left, no
+ * memfd_create) the allocation still succeeds and its collectives copy.
+ *
+ * @param bytes  size, at least 1.
+ * @param ptr    out: the memory; NULL on failure.
+ * @return GCOLL_SUCCESS; GCOLL_ERR_INVALID_ARG for @p ptr NULL or @p bytes
+ *         0; GCOLL_ERR_NO_MEMORY when the memory cannot be had.  Each with
+ *         a sentence in gcoll_last_error().
+ */
+gcoll_status_t gcoll_mem_alloc(size_t bytes, void **ptr);
+
+/**
+ * Free memory from gcoll_mem_alloc().  @p ptr must be the pointer it
+ * returned; NULL is ignored (as by free()).  No collective may be using
+ * the memory.  Peers that still map it lose its pages at once (the
+ * memory returns to the system now, not when they unmap).
+ *
+ * @return GCOLL_SUCCESS; GCOLL_ERR_INVALID_ARG, with a sentence, for a
+ *         pointer gcoll_mem_alloc did not return (a malloc'd one, one
+ *         inside an allocation, one freed already).
+ */
+gcoll_status_t gcoll_mem_free(void *ptr);
+/**@}*/
+
+/**
  * @name Gradient compression
  *
  * A compressed allreduce for data-parallel training: the sum (or average) of

@@ -132,6 +132,10 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "how a rank writes the slice it reduced in a large shared-memory allreduce: on (streaming "
       "stores), off (through the cache), auto (each rank measures both and keeps the faster)",
       parse_shm_stream, FIELD(shm_stream) },
+    { "GCOLL_ZCOPY", "1",
+      "0: collectives on gcoll_mem_alloc buffers copy through the node's segment like any other "
+      "(zero-copy off); agreed per node at gcoll_comm_create",
+      parse_bool, FIELD(zcopy) },
 };
 
 const size_t gcoll_config_table_size = sizeof(gcoll_config_table) / sizeof(gcoll_config_table[0]);

@@ -29,6 +29,7 @@ typedef struct {
     int    check;                          /* GCOLL_CHECK: 0/1 */
     int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
     int    shm_stream;                     /* GCOLL_SHM_STREAM: gcoll_shm_stream_t */
+    int    zcopy;                          /* GCOLL_ZCOPY: 0/1 */
 } gcoll_config_t;
 
 typedef struct gcoll_config_entry {

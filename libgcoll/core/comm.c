@@ -356,6 +356,18 @@ gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats)
 }
 
 
+gcoll_status_t gcoll_comm_zcopy_stats(gcoll_comm_t comm, uint64_t *taken, uint64_t *declined)
+{
+    gcoll_shm_zc_stats_t z;
+    GCOLL_TRY(gcoll_comm_check(comm));
+    gcoll_engine_lock();   /* the progress thread counts */
+    gcoll_shm_zc_stats(comm->shm, &z);
+    gcoll_engine_unlock();
+    if (taken) *taken = z.taken;
+    if (declined) *declined = z.declined + z.failed;
+    return GCOLL_SUCCESS;
+}
+
 gcoll_status_t gcoll_comm_stage(gcoll_comm_t comm, size_t bytes, void **stage)
 {
     if (bytes > comm->stage_size || !comm->stage) {   /* !stage: bytes may be 0 */

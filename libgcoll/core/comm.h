@@ -83,6 +83,12 @@ gcoll_status_t gcoll_comm_create_sub(gcoll_comm_t parent, int color, int key, gc
  * with my local index on every node (all of comm when node is NULL). */
 gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_comm_t *rail);
 
+/* Zero-copy counters of comm's node segment (all 0 without one): calls
+ * whose node level ran on the peers' gcoll_mem_alloc buffers, and calls
+ * that considered it and copied.  Internal, for tests (C and the Python
+ * binding's): proof that a path was or was not taken. */
+gcoll_status_t gcoll_comm_zcopy_stats(gcoll_comm_t comm, uint64_t *taken, uint64_t *declined);
+
 /* Page-locked host memory of at least bytes, kept in the communicator, for
  * staging device buffers through the host path (not the scratch: the host
  * path uses that while the staged images are live). */

@@ -97,6 +97,7 @@ typedef struct gcoll_shm_op {
     size_t         n;         /* chunks */
     size_t         sub, stride;
     int            form;      /* which loop body (shm_coll.c) */
+    int            zc_form;   /* zero-copy negotiation: the copying form (shm_zcopy.c) */
 } gcoll_shm_op_t;
 
 /* coll: GCOLL_COLL_ALLREDUCE, REDUCE_SCATTER, ALLGATHER (dtype's size is the
@@ -129,6 +130,16 @@ void gcoll_shm_break(gcoll_shm_t *shm);
 /* Names of the local ranks that have not signalled this rank's current
  * step, for a timeout message. */
 void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len);
+
+/* Zero-copy counters of a segment (shm_zcopy.c), since its creation:
+ * collectives that ran straight on the peers' gcoll_mem_alloc buffers, that
+ * looked at zero-copy and copied because some rank's buffers were not all
+ * shareable, and that copied because a rank could not map a peer's buffer.
+ * Zeros for NULL or a segment whose ranks cannot map each other's memory. */
+typedef struct {
+    uint64_t taken, declined, failed;
+} gcoll_shm_zc_stats_t;
+void gcoll_shm_zc_stats(const gcoll_shm_t *shm, gcoll_shm_zc_stats_t *stats);
 
 /* Rank of the caller in, and size of, the node communicator. */
 int gcoll_shm_rank(const gcoll_shm_t *shm);

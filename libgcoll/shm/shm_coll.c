@@ -57,6 +57,7 @@
 #include <emmintrin.h>
 #endif
 #include "shm/shm_int.h"
+#include "shm/shm_zcopy.h"
 #include "algos/peers.h"
 #include "base/reduce.h"
 #include "base/status.h"
@@ -437,7 +438,8 @@ enum {
     SHM_FORM_RS,
     SHM_FORM_AG,
     SHM_FORM_BCAST,
-    SHM_FORM_BARRIER
+    SHM_FORM_BARRIER,
+    SHM_FORM_ZC          /* zero-copy negotiation, then its forms (shm_zcopy.c) */
 };
 
 static shm_red_args_t shm_op_args(const gcoll_shm_op_t *o)
@@ -511,7 +513,9 @@ static void shm_body_bcast(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     }
 }
 
-static void shm_body(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+static void shm_body_zc(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+
+static void shm_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     switch (o->form) {
     case SHM_FORM_AR_SMALL: shm_body_ar_small(shm, o); break;
@@ -519,8 +523,20 @@ static void shm_body(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     case SHM_FORM_RS:       shm_body_rs(shm, o); break;
     case SHM_FORM_AG:       shm_body_ag(shm, o); break;
     case SHM_FORM_BCAST:    shm_body_bcast(shm, o); break;
+    case SHM_FORM_ZC:       shm_body_zc(shm, o); break;
     default:                break;
     }
+}
+
+/* Zero-copy buffers (shm_zcopy.h): the negotiation says when the copying
+ * form's body runs in this phase too, and may hand the op back to it. */
+static void shm_body_zc(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    if (!gcoll_shm_zc_body(shm, o)) return;
+    int form = o->form;   /* still SHM_FORM_ZC, or the copying form for good */
+    o->form = o->zc_form;
+    shm_body(shm, o);
+    o->form = form;
 }
 
 /* A few phases per call at most: a progress pass holds the engine's lock,
@@ -674,9 +690,9 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
-                                  void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
-                                  int root)
+static gcoll_status_t shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
+                                   void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
+                                   int root)
 {
     memset(o, 0, sizeof(*o));
     o->coll  = (uint8_t)coll;
@@ -712,6 +728,23 @@ gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll,
     default:
         return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "shared-memory collective %d does not exist", coll);
     }
+}
+
+/* The large forms first negotiate zero-copy (shm_zcopy.h); the inline ones
+ * use the lines the negotiation needs, and are small anyway. */
+gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
+                                  void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
+                                  int root)
+{
+    GCOLL_TRY(shm_op_start(shm, o, coll, src, dst, count, dtype, op, root));
+    int large = o->form == SHM_FORM_AR_LARGE ||
+                (!o->tiny && (o->form == SHM_FORM_RS || o->form == SHM_FORM_AG ||
+                              o->form == SHM_FORM_BCAST));
+    if (large && gcoll_shm_zc_start(shm, o)) {
+        o->zc_form = o->form;
+        o->form    = SHM_FORM_ZC;
+    }
+    return GCOLL_SUCCESS;
 }
 
 /* ---- the blocking calls: start, then progress and sleep until done ------ */

@@ -112,6 +112,7 @@ struct gcoll_shm {
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */
     unsigned char    *data;        /* region of rank 0 */
     gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];
+    struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
 };
 
 /* Slow path of a wait: sleep, watch the clock, report the missing ranks. */

@@ -35,6 +35,7 @@
 #include <sys/syscall.h>
 #endif
 #include "shm/shm_int.h"
+#include "shm/shm_zcopy.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -187,6 +188,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_sh
     if (!all_ok) goto err;
     gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes", s->map_bytes, s->size,
                s->slice);
+    gcoll_shm_zc_setup(shm, node_comm);
     *out = shm;
     return GCOLL_SUCCESS;
 err:
@@ -204,6 +206,7 @@ void gcoll_shm_destroy(gcoll_shm_t *shm)
     if (!shm) return;
     /* No synchronisation needed: peers still reading our region keep the
      * pages alive through their own mappings. */
+    gcoll_shm_zc_destroy(shm);
     munmap(shm->base, shm->map_bytes);
     free(shm);
 }
@@ -307,6 +310,7 @@ gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
 void gcoll_shm_break(gcoll_shm_t *shm)
 {
     if (shm) shm->broken = 1;
+    if (shm) gcoll_shm_zc_abandon(shm);
 }
 
 void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len)

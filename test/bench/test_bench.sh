@@ -282,6 +282,15 @@ elif [ "$rc" -eq 77 ] && grep -q -- '-d cuda' "$TMP/cuda.err"; then
     pass "-d cuda without a usable device: clear message, exit 77"
 else fail "-d cuda: exit $rc"; show cuda; fi
 
+# -d gcoll: gcoll_mem_alloc buffers, the node level zero-copy (-c checks every output)
+run gmem gcoll_bench_allreduce -d gcoll --algo shm -m 64K:1M -i 5 -x 1 -c
+if [ "$rc" -eq 0 ] && grep -q 'gcoll buffers' "$TMP/gmem.out"; then
+    pass "-d gcoll (gcoll_mem_alloc buffers) validates and says so"
+else fail "-d gcoll: exit $rc"; show gmem; fi
+run gmemag gcoll_bench_allgather -d gcoll -m 16K:256K -i 5 -x 1 -c
+if [ "$rc" -eq 0 ]; then pass "allgather -d gcoll validates"
+else fail "allgather -d gcoll: exit $rc"; show gmemag; fi
+
 # ---- plot ------------------------------------------------------------------
 PLOTPY=""
 for p in ${PYTHON:-} python3 /usr/bin/python3; do

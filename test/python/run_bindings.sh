@@ -9,6 +9,8 @@
 # nonblocking and persistent collectives (gcoll.Request) the same way, also
 # with GCOLL_PROGRESS=caller, where a request advances only inside libgcoll
 # calls (so a dropped request's result is there only if its __del__ waited).
+# test_mem.py checks gcoll.empty (arrays on gcoll_mem_alloc memory) and the
+# zero-copy path the collectives take on them.
 # Uses the libgcoll of
 # this build tree.  SKIP (77) without mpirun, or without a Python that has
 # numpy and mpi4py (Debian: python3-numpy python3-mpi4py).
@@ -41,7 +43,7 @@ run() {   # run TEST NP [ENV=VALUE ...]
     fi
 }
 echo "python: $py ($("$py" -c 'import numpy, mpi4py; print("numpy", numpy.__version__, "mpi4py", mpi4py.__version__)'))"
-for test in test_bindings test_compress test_nonblocking; do
+for test in test_bindings test_compress test_nonblocking test_mem; do
     run $test 1
     run $test 2
     run $test 3

@@ -26,6 +26,22 @@ A ``Compressor`` (gradient compression between nodes, float32 only) is
 collective to create; closing it only frees local memory, so it may also be
 left to the garbage collector.
 
+Zero-copy arrays: ``gcoll.empty(shape, dtype)`` is ``numpy.empty`` on
+memory from ``gcoll_mem_alloc`` (gcoll.h, "Zero-copy buffers"), which the
+node's other ranks map.  When every rank of a node passes such arrays (the
+send and the receive array, or the one array in place) the node's
+shared-memory level reads and writes them directly instead of copying them
+through its segment; otherwise the call copies, with the same result.  The
+memory is freed when the array (and every view of it) is garbage
+collected::
+
+    grad = gcoll.empty(n, np.float32)    # zeros, in fact: fresh pages
+    ...                                  # fill it
+    comm.allreduce(grad)                 # in place, no copies on the node
+    out = gcoll.empty(n, np.float32)
+    comm.allreduce(grad, out)            # pass the result array: one that
+                                         # the binding allocates is not shared
+
 Nonblocking and persistent collectives (gcoll.h, "Nonblocking and
 persistent collectives"): ``comm.iallreduce(x)``, ``ibcast``, ``ireduce``,
 ``iallgather``, ``ireduce_scatter``, ``ialltoall``, ``ibarrier`` and
@@ -72,7 +88,7 @@ import numpy as np
 from mpi4py import MPI
 
 __all__ = ["Comm", "Compress", "Compressor", "Error", "Request", "SUM", "PROD", "MIN", "MAX",
-           "AVG", "library_path", "waitall"]
+           "AVG", "empty", "library_path", "waitall"]
 
 SUM, PROD, MIN, MAX, AVG = range(5)
 _OPS = {"sum": SUM, "prod": PROD, "min": MIN, "max": MAX, "avg": AVG}
@@ -163,6 +179,8 @@ def _load():
         "gcoll_waitall": (st, [sz, ctypes.POINTER(vp)]),
         "gcoll_request_free": (st, [ctypes.POINTER(vp)]),
         "gcoll_iallreduce_compressed": (st, [vp, vp, sz, i, i, vp, ctypes.POINTER(vp)]),
+        "gcoll_mem_alloc": (st, [sz, ctypes.POINTER(vp)]),
+        "gcoll_mem_free": (st, [vp]),
     }
     # The nonblocking (i...) and persistent (..._init) forms take the
     # blocking one's arguments plus a gcoll_request_t * at the end.
@@ -396,6 +414,35 @@ class Request:
         for o in self._owners:
             o._requests.discard(self)
         self._owners = ()
+
+
+def empty(shape, dtype=np.float64):
+    """A new C-contiguous NumPy array of ``shape`` and ``dtype`` (as
+    ``numpy.empty``) on memory from ``gcoll_mem_alloc``, which the node's
+    peers can map: collectives on such arrays run without copies on the node
+    when every rank passes such arrays (see the module text).  The memory is
+    freed (``gcoll_mem_free``) when the array and all its views are garbage
+    collected.  Needs no ``Comm``."""
+    dt = np.dtype(dtype)
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    for d in dims:
+        _size(d, "shape")
+    n = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    nbytes = max(n * dt.itemsize, 1)   # gcoll_mem_alloc refuses 0 bytes
+    lib = _libgcoll()
+    p = ctypes.c_void_p()
+    _check(lib.gcoll_mem_alloc(nbytes, ctypes.byref(p)))
+    raw = (ctypes.c_char * nbytes).from_address(p.value)
+    # the array's base is raw: when the last view goes, raw goes, and the memory with it
+    weakref.finalize(raw, _mem_free, p.value)
+    return np.frombuffer(raw, dtype=dt, count=n).reshape(dims)
+
+
+def _mem_free(address):
+    st = _libgcoll().gcoll_mem_free(address)
+    if st != 0:   # a finalizer cannot raise: say so instead
+        warnings.warn(f"gcoll_mem_free: {Error(st, _libgcoll().gcoll_last_error().decode())}",
+                      RuntimeWarning)
 
 
 def waitall(requests):
