@@ -107,8 +107,6 @@ static const char *ref_pick(const topo_t *c, gcoll_coll_t coll, size_t bytes, si
 {
     if (!c->shm || coll == GCOLL_COLL_ALLTOALL || c->size == 1)
         return ref_flat(coll, bytes, block, c->size);
-    if (c->nnodes == 1 && coll == GCOLL_COLL_ALLREDUCE && c->ppn == 2 && bytes >= (16u << 10))
-        return bytes < (4u << 20) ? "rdouble" : bytes < (16u << 20) ? "rabenseifner" : "shm";
     if (c->nnodes == 1) return "shm";
     if (c->ppn == 1 && c->uniform) return ref_flat(coll, bytes, block, c->size);
     int regular = c->uniform && c->contiguous;
