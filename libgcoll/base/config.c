@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "base/alloc.h"
 #include "base/config.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -90,6 +91,26 @@ static gcoll_status_t parse_shm_stream(const gcoll_config_entry_t *e, const char
     return parse_choice(e, v, field, names, "auto, off or on");
 }
 
+/* "RANK:N" into fault_rank and fault_nth (the field is fault_rank's). */
+static gcoll_status_t parse_fault(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    gcoll_config_t *cfg = (gcoll_config_t *)((char *)field - offsetof(gcoll_config_t, fault_rank));
+    char *end;
+    if (!*v) {
+        cfg->fault_rank = -1;
+        cfg->fault_nth  = 0;
+        return GCOLL_SUCCESS;
+    }
+    errno = 0;
+    long rank = strtol(v, &end, 10);
+    long nth  = *end == ':' ? strtol(end + 1, &end, 10) : -1;
+    if (errno || *end || rank < 0 || rank > 1 << 24 || nth < 1)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s=%s: expected RANK:N with N >= 1", e->name, v);
+    cfg->fault_rank = (int)rank;
+    cfg->fault_nth  = nth;
+    return GCOLL_SUCCESS;
+}
+
 #define FIELD(f) offsetof(gcoll_config_t, f)
 
 const gcoll_config_entry_t gcoll_config_table[] = {
@@ -136,6 +157,10 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "0: collectives on gcoll_mem_alloc buffers copy through the node's segment like any other "
       "(zero-copy off); agreed per node at gcoll_comm_create",
       parse_bool, FIELD(zcopy) },
+    { "GCOLL_FAULT_ALLOC", "",
+      "testing only: RANK:N makes the N-th heap allocation of libgcoll on world rank RANK fail "
+      "(counted from the first gcoll_comm_create), to check that every rank gets the error",
+      parse_fault, FIELD(fault_rank) },
 };
 
 const size_t gcoll_config_table_size = sizeof(gcoll_config_table) / sizeof(gcoll_config_table[0]);
@@ -156,5 +181,6 @@ gcoll_status_t gcoll_config_load(void)
     }
     gcoll_config   = cfg;   /* all or nothing: a bad value changes nothing */
     gcoll_log_level = cfg.debug;
+    gcoll_fault_arm(cfg.fault_rank, cfg.fault_nth);
     return GCOLL_SUCCESS;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "compress/codec.h"
 #include "base/dtype_math.h"
 
@@ -87,7 +88,7 @@ static uint32_t radix_select(const float *x, const uint32_t *keys, size_t n, siz
 static uint32_t topk_threshold(const float *x, size_t n, size_t k, size_t *take_equal)
 {
     size_t want = 2 * k * SAMPLE / (n ? n : 1) + 16, cap = 2 * want * (n / SAMPLE) + 64;
-    uint32_t *cand = n >= 8 * SAMPLE && want < SAMPLE / 2 ? malloc(cap * sizeof(uint32_t)) : NULL;
+    uint32_t *cand = n >= 8 * SAMPLE && want < SAMPLE / 2 ? gcoll_malloc(cap * sizeof(uint32_t)) : NULL;
     if (cand) {
         uint32_t sample[SAMPLE];
         size_t eq, c = 0;

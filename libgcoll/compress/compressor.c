@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "compress/codec.h"
 #include "base/dtype_math.h"
 #include "core/coll.h"
@@ -134,12 +135,12 @@ static gcoll_status_t compressor_build(gcoll_compressor_t c)
      * else the gather's N share slots (gcoll_codec_plan) */
     c->chunk = gcoll_codec_plan(&c->p, c->share, N, &c->stride);
     size_t bytes = c->chunk ? (2 * N + 1) * c->stride : N * c->stride;
-    if (c->chunk && ef) c->owner_resid = calloc(c->chunk + 1, sizeof(float));
+    if (c->chunk && ef) c->owner_resid = gcoll_calloc(c->chunk + 1, sizeof(float));
     size_t padded = (size_t)c->L * c->share;
     if (padded != c->count)   /* shares do not tile it: padded copy */
-        c->work = calloc(padded, sizeof(float));
-    c->resid = ef ? calloc(c->share + 1, sizeof(float)) : NULL;
-    c->payload = malloc(bytes + 8);
+        c->work = gcoll_calloc(padded, sizeof(float));
+    c->resid = ef ? gcoll_calloc(c->share + 1, sizeof(float)) : NULL;
+    c->payload = gcoll_malloc(bytes + 8);
     if ((padded != c->count && !c->work) || (ef && !c->resid) ||
         (ef && c->chunk && !c->owner_resid) || !c->payload)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create: no memory for a "
@@ -185,7 +186,7 @@ gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
     gcoll_compress_params_t p;
     gcoll_status_t st = gcoll_codec_params(params, &p);
     GCOLL_TRY(agree(comm, st == GCOLL_SUCCESS, st == GCOLL_SUCCESS ? &p : params, count));
-    gcoll_compressor_t c = calloc(1, sizeof(*c));
+    gcoll_compressor_t c = gcoll_calloc(1, sizeof(*c));
     if (c) {
         c->comm = comm;
         c->count = count;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/calibrate.h"
 #include "core/comm.h"
 #include "base/log.h"
@@ -37,8 +38,8 @@ gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
     c->timing = *timing;
     size_t elems = cap / sizeof(float) + 1;
     c->cap  = elems * sizeof(float);
-    c->send = malloc(c->cap);
-    c->recv = malloc(c->cap);
+    c->send = gcoll_malloc(c->cap);
+    c->recv = gcoll_malloc(c->cap);
     if (!c->send || !c->recv) {
         gcoll_calib_fini(c);
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate 2 x %zu bytes to measure "

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
+#include "base/alloc.h"
 #include "core/comm.h"
 #include "base/config.h"
 #include "core/engine.h"
@@ -107,8 +108,8 @@ static void topo_parent_nodes(struct gcoll_comm *c, const struct gcoll_comm *par
 
 static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *parent)
 {
-    int *leader_of = malloc(sizeof(int) * (size_t)c->size);
-    c->node_of     = malloc(sizeof(int) * (size_t)c->size);
+    int *leader_of = gcoll_malloc(sizeof(int) * (size_t)c->size);
+    c->node_of     = gcoll_malloc(sizeof(int) * (size_t)c->size);
     if (!leader_of || !c->node_of) {
         free(leader_of);
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the node map of %d ranks", c->size);
@@ -235,7 +236,7 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
                                    : GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
                                                  "another rank rejected its GCOLL_* environment");
 
-    struct gcoll_comm *c = calloc(1, sizeof(*c));
+    struct gcoll_comm *c = gcoll_calloc(1, sizeof(*c));
     if (!c) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a communicator");
     c->magic    = GCOLL_COMM_MAGIC;
     c->mpi_comm = MPI_COMM_NULL;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base/alloc.h"
 #include "core/comm.h"
 #include "base/config.h"
 #include "core/executor.h"
@@ -37,7 +38,7 @@ static gcoll_status_t reqs_reserve(gcoll_exec_state_t *x, size_t n)
     if (n <= x->reqs_cap) return GCOLL_SUCCESS;
     size_t cap = x->reqs_cap ? x->reqs_cap : 16;
     while (cap < n) cap *= 2;
-    gcoll_tl_req_t *r = realloc(x->reqs, cap * sizeof(*r));
+    gcoll_tl_req_t *r = gcoll_realloc(x->reqs, cap * sizeof(*r));
     if (!r) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu transport requests", cap);
     x->reqs     = r;
     x->reqs_cap = cap;

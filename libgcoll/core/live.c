@@ -2,6 +2,7 @@
 /* Registry of live handles: a mutex-protected singly linked list. */
 #include <pthread.h>
 #include <stdlib.h>
+#include "base/alloc.h"
 #include "core/live.h"
 #include "base/status.h"
 
@@ -15,7 +16,7 @@ static live_entry_t   *live_head;
 
 int gcoll_live_add(const void *h)
 {
-    live_entry_t *e = malloc(sizeof(*e));
+    live_entry_t *e = gcoll_malloc(sizeof(*e));
     if (!e) return GCOLL_ERR_NO_MEMORY;
     e->h = h;
     pthread_mutex_lock(&live_lock);

@@ -5,6 +5,7 @@
  * them, and tasks post children from the progress thread. */
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/comm.h"
 #include <stdio.h>
 #include "core/engine.h"
@@ -18,7 +19,7 @@ gcoll_status_t gcoll_request_get(struct gcoll_comm *comm, struct gcoll_request *
     if (r) {
         comm->pool = r->pool_next;
     } else {
-        r = calloc(1, sizeof(*r));
+        r = gcoll_calloc(1, sizeof(*r));
         if (!r) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a request");
         gcoll_sched_init(&r->sched);
         r->comm = comm;
@@ -49,7 +50,7 @@ gcoll_status_t gcoll_request_scratch(struct gcoll_request *r, size_t bytes)
 {
     if (bytes <= r->scratch_size) return GCOLL_SUCCESS;
     void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes) != 0)
+    if (gcoll_posix_memalign(&p, 4096, bytes) != 0)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of scratch", bytes);
     memset(p, 0, bytes);   /* defined bytes even where only a token is sent */
     free(r->scratch);

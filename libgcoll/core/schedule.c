@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/schedule.h"
 #include "base/reduce.h"
 #include "base/status.h"
@@ -39,7 +40,7 @@ static uint32_t open_round_begin(const gcoll_sched_t *s)
 static int grow(void **arr, uint32_t *cap, size_t elem)
 {
     uint32_t ncap = *cap ? *cap * 2 : 64;
-    void *p = realloc(*arr, (size_t)ncap * elem);
+    void *p = gcoll_realloc(*arr, (size_t)ncap * elem);
     if (!p) return 0;
     *arr = p;
     *cap = ncap;

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/comm.h"
 #include "base/config.h"
 #include "base/log.h"
@@ -142,9 +143,9 @@ static gcoll_status_t table_intern(const char *const *part, const gcoll_tune_tab
     loaded_t *l = loaded_head;
     while (l && !same_parts(l, part)) l = l->next;
     if (!l) {
-        l = calloc(1, sizeof(*l));
+        l = gcoll_calloc(1, sizeof(*l));
         for (int i = 0; l && i < NPARTS; i++)
-            if (!(l->part[i] = strdup(part[i]))) { loaded_free(l); l = NULL; }
+            if (!(l->part[i] = gcoll_strdup(part[i]))) { loaded_free(l); l = NULL; }
         if (!l) st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
         else if ((st = table_parse(&l->table, (const char *const *)l->part)) != GCOLL_SUCCESS) {
             loaded_free(l);

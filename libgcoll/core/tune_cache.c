@@ -22,6 +22,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "base/alloc.h"
 #include "core/calibrate.h"
 #include "core/comm.h"
 #include "core/engine.h"
@@ -192,7 +193,7 @@ gcoll_tune_cache_state_t gcoll_tune_cache_read(const char *path, const char *key
         gcoll_error_clear();
         return GCOLL_TUNE_CACHE_INVALID;
     }
-    char *copy = strdup(t), *found = copy ? key_line(copy) : NULL;
+    char *copy = gcoll_strdup(t), *found = copy ? key_line(copy) : NULL;
     int same = found && !strcmp(found, key);
     if (!same) snprintf(why, why_len, found ? "it holds the entry of another key (%.300s)"
                                             : "it has no '# key:' line", found);
@@ -433,7 +434,7 @@ static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
         fflush(stderr);
     }
     gcoll_calib_sweep_t *w[NCOLLS];
-    gcoll_calib_sweep_t *sweeps = calloc(NCOLLS, sizeof(*sweeps));
+    gcoll_calib_sweep_t *sweeps = gcoll_calloc(NCOLLS, sizeof(*sweeps));
     for (size_t i = 0; i < NCOLLS; i++) w[i] = sweeps ? &sweeps[i] : NULL;
     int bad = !sweeps, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm);
@@ -486,7 +487,7 @@ gcoll_status_t gcoll_tune_cache_setup(gcoll_comm_t c)
         MPI_Bcast(&p.len, 1, MPI_INT, 0, c->mpi_comm);
         if (p.len < 0) return GCOLL_SUCCESS;
     }
-    if (c->rank != 0) text = malloc((size_t)p.len + 1);
+    if (c->rank != 0) text = gcoll_malloc((size_t)p.len + 1);
     int bad = !text, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm);
     if (!any) {

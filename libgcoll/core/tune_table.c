@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/memtype.h"
 #include "base/status.h"
 #include "core/tune_table.h"
@@ -291,7 +292,7 @@ static gcoll_status_t grow(gcoll_tune_table_t *t)
 {
     if (t->nrows < t->cap) return GCOLL_SUCCESS;
     size_t cap = t->cap ? 2 * t->cap : 64;
-    gcoll_tune_row_t *rows = realloc(t->rows, cap * sizeof(*rows));
+    gcoll_tune_row_t *rows = gcoll_realloc(t->rows, cap * sizeof(*rows));
     if (!rows) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
     t->rows = rows;
     t->cap  = cap;
@@ -300,10 +301,10 @@ static gcoll_status_t grow(gcoll_tune_table_t *t)
 
 static gcoll_status_t add_src(gcoll_tune_table_t *t, const char *src, const char **name)
 {
-    char **srcs = realloc(t->srcs, (t->nsrcs + 1) * sizeof(*srcs));
+    char **srcs = gcoll_realloc(t->srcs, (t->nsrcs + 1) * sizeof(*srcs));
     if (!srcs) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
     t->srcs = srcs;
-    if (!(srcs[t->nsrcs] = strdup(src)))
+    if (!(srcs[t->nsrcs] = gcoll_strdup(src)))
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a selection table");
     *name = srcs[t->nsrcs++];
     return GCOLL_SUCCESS;
@@ -371,7 +372,7 @@ gcoll_status_t gcoll_tune_parse_from(gcoll_tune_table_t *t, const char *text, co
                                      gcoll_tune_origin_t origin)
 {
     size_t first = t->nrows;
-    char *copy = strdup(text);
+    char *copy = gcoll_strdup(text);
     origin_t o = { src, 0, origin == GCOLL_TUNE_FROM_ENV, (int)origin };
     if (!copy) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot copy a selection table");
     gcoll_status_t st = add_src(t, src, &o.src);
@@ -388,11 +389,11 @@ gcoll_status_t gcoll_tune_read_file(const char *path, char **text)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "selection table %s cannot be opened: %s", path,
                            strerror(errno));
     size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
+    char *buf = gcoll_malloc(cap);
     while (buf) {
         len += fread(buf + len, 1, cap - 1 - len, f);
         if (len < cap - 1) break;
-        char *bigger = realloc(buf, cap *= 2);
+        char *bigger = gcoll_realloc(buf, cap *= 2);
         if (!bigger) { free(buf); buf = NULL; }
         else buf = bigger;
     }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "base/alloc.h"
 #include "core/comm.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -112,7 +113,7 @@ gcoll_status_t gcoll_cuda_ipc_create(gcoll_comm_t comm, int device, gcoll_cuda_i
 {
     *ipc = NULL;
     char why[256] = "cannot allocate the path's state";
-    gcoll_cuda_ipc_t *x = calloc(1, sizeof(*x));
+    gcoll_cuda_ipc_t *x = gcoll_calloc(1, sizeof(*x));
     ipc_card_t mine = { 0 }, cards[comm->local_size];   /* a few dozen bytes a rank */
     int prev = -1;
     (void)cudaGetDevice(&prev);

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "base/alloc.h"
 #include "shm/shm_mem.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -61,7 +62,7 @@ static gcoll_status_t reg_insert(const mem_alloc_t *a)
     size_t n = atomic_load_explicit(&reg_count, memory_order_relaxed);
     if (n == reg_cap) {
         size_t cap = reg_cap ? 2 * reg_cap : 16;
-        mem_alloc_t *r = realloc(reg, cap * sizeof(*r));
+        mem_alloc_t *r = gcoll_realloc(reg, cap * sizeof(*r));
         if (!r) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_mem_alloc: cannot grow the registry");
         reg = r;
         reg_cap = cap;
@@ -320,7 +321,7 @@ static gcoll_mem_map_t *map_open(int32_t pid, int32_t fd, uint64_t id, size_t ne
         close(f);
         return NULL;
     }
-    gcoll_mem_map_t *m = calloc(1, sizeof(*m));
+    gcoll_mem_map_t *m = gcoll_calloc(1, sizeof(*m));
     void *p = m ? mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_POPULATE, f, 0)
                 : MAP_FAILED;

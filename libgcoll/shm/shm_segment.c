@@ -34,6 +34,7 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #endif
+#include "base/alloc.h"
 #include "shm/shm_int.h"
 #include "shm/shm_zcopy.h"
 #include "base/config.h"
@@ -171,7 +172,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_sh
     int fd = -1, ok = 1, all_ok = 0;
     if (!out) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_create: out pointer is NULL");
     *out = NULL;
-    gcoll_shm_t *shm = calloc(1, sizeof(*shm));
+    gcoll_shm_t *shm = gcoll_calloc(1, sizeof(*shm));
     if (!shm) ok = 0;   /* still take part in the collectives below */
     gcoll_shm_t dummy = { 0 }, *s = shm ? shm : &dummy;
     MPI_Comm_rank(node_comm, &s->rank);

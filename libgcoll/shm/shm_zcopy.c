@@ -59,6 +59,7 @@
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
+#include "base/alloc.h"
 #include "shm/shm_int.h"
 #include "shm/shm_mem.h"
 #include "shm/shm_zcopy.h"
@@ -127,13 +128,13 @@ void gcoll_shm_zc_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
     int P = shm->size, me = shm->rank, ok = gcoll_config.zcopy != 0, all_ok = 0;
     char why[256] = "GCOLL_ZCOPY=0";
     if (P == 1) return;   /* nobody to share with: one rank's forms copy nothing anyway */
-    struct gcoll_shm_zc *zc = calloc(1, sizeof(*zc));
+    struct gcoll_shm_zc *zc = gcoll_calloc(1, sizeof(*zc));
     if (zc) {
-        zc->desc  = calloc((size_t)P, sizeof(*zc->desc));
-        zc->src   = calloc((size_t)P, sizeof(*zc->src));
-        zc->dst   = calloc((size_t)P, sizeof(*zc->dst));
-        zc->pend  = calloc(2 * (size_t)P, sizeof(*zc->pend));
-        zc->known = calloc((size_t)P * ZC_KNOWN, sizeof(*zc->known));
+        zc->desc  = gcoll_calloc((size_t)P, sizeof(*zc->desc));
+        zc->src   = gcoll_calloc((size_t)P, sizeof(*zc->src));
+        zc->dst   = gcoll_calloc((size_t)P, sizeof(*zc->dst));
+        zc->pend  = gcoll_calloc(2 * (size_t)P, sizeof(*zc->pend));
+        zc->known = gcoll_calloc((size_t)P * ZC_KNOWN, sizeof(*zc->known));
     }
     if (!zc || !zc->desc || !zc->src || !zc->dst || !zc->pend || !zc->known) {
         ok = 0;

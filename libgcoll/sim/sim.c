@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "sim/sim.h"
 #include "base/status.h"
 #include "base/reduce.h"
@@ -151,7 +152,7 @@ static gcoll_status_t queue_grow(gcoll_sim_state_t *st)
 {
     size_t ocap = st->cap, ncap = ocap ? ocap * 2 : 256;
     gcoll_sim_queue_t *old = st->slots;
-    st->slots = calloc(ncap, sizeof(*st->slots));
+    st->slots = gcoll_calloc(ncap, sizeof(*st->slots));
     if (!st->slots) {
         st->slots = old;
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: cannot grow the message table to %zu pairs",
@@ -351,7 +352,7 @@ static gcoll_status_t check_sched(gcoll_sim_state_t *st, int me)
         }
         if (nrecv > most) most = nrecv;
     }
-    rk->pend = malloc((most ? most : 1) * sizeof(*rk->pend));
+    rk->pend = gcoll_malloc((most ? most : 1) * sizeof(*rk->pend));
     if (!rk->pend)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for rank %d's receives", me);
     return GCOLL_SUCCESS;
@@ -388,7 +389,7 @@ static gcoll_status_t post_send(gcoll_sim_state_t *st, int me, const gcoll_step_
     int inter = is_inter(st, me, sp->peer);
     double alpha = inter ? st->cost->alpha_inter : st->cost->alpha_intra;
     double beta  = inter ? st->cost->beta_inter : st->cost->beta_intra;
-    gcoll_sim_msg_t *m = malloc(sizeof(*m) + sp->bytes);
+    gcoll_sim_msg_t *m = gcoll_malloc(sizeof(*m) + sp->bytes);
     if (!m)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for a %zu B message",
                            sp->bytes);
@@ -540,7 +541,7 @@ static gcoll_status_t node_exec(gcoll_sim_state_t *st, const gcoll_sim_node_t *n
     const gcoll_step_t *sp = node_step_of(st, nd->members[0]);
     size_t bytes = sp->bytes, off, len;
     if (bytes > st->tmp_bytes) {
-        unsigned char *t = realloc(st->tmp, bytes);
+        unsigned char *t = gcoll_realloc(st->tmp, bytes);
         if (!t) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for a %zu B node step", bytes);
         st->tmp = t;
         st->tmp_bytes = bytes;
@@ -755,10 +756,10 @@ static void state_free(gcoll_sim_state_t *st)
 /* Nodes numbered by their lowest rank; local ranks in communicator order. */
 static gcoll_status_t nodes_init(gcoll_sim_state_t *st)
 {
-    int n = st->nranks, *ids = malloc((size_t)n * sizeof(int));
+    int n = st->nranks, *ids = gcoll_malloc((size_t)n * sizeof(int));
     const int *node_of = st->sim->node_of;
-    st->nodes = calloc((size_t)n, sizeof(*st->nodes));
-    st->node_members = malloc((size_t)n * sizeof(int));
+    st->nodes = gcoll_calloc((size_t)n, sizeof(*st->nodes));
+    st->node_members = gcoll_malloc((size_t)n * sizeof(int));
     if (!ids || !st->nodes || !st->node_members) {
         free(ids);
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for the nodes of %d ranks", n);
@@ -801,7 +802,7 @@ static gcoll_status_t rank_init(gcoll_sim_state_t *st, int r, const gcoll_sched_
     rk->buf_bytes[GCOLL_BUF_RECV] = known_size(st->sim->recv_bytes, r, recvbuf);
     rk->buf_bytes[GCOLL_BUF_SCRATCH] = s->scratch_bytes;
     if (s->scratch_bytes) {
-        rk->bufs[GCOLL_BUF_SCRATCH] = malloc(s->scratch_bytes);
+        rk->bufs[GCOLL_BUF_SCRATCH] = gcoll_malloc(s->scratch_bytes);
         if (!rk->bufs[GCOLL_BUF_SCRATCH])
             return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for %zu B of scratch",
                                s->scratch_bytes);
@@ -820,13 +821,13 @@ static gcoll_status_t state_init(gcoll_sim_state_t *st, gcoll_sim_t *sim,
     st->sim    = sim;
     st->cost   = sim->cost ? sim->cost : &gcoll_sim_cost_default;
     st->nranks = n;
-    st->ranks  = calloc((size_t)n, sizeof(*st->ranks));
-    st->work   = malloc((size_t)n * sizeof(*st->work));
+    st->ranks  = gcoll_calloc((size_t)n, sizeof(*st->ranks));
+    st->work   = gcoll_malloc((size_t)n * sizeof(*st->work));
     if (!st->ranks || !st->work)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for %d ranks", n);
     GCOLL_TRY(nodes_init(st));
     if (st->cost->nics_per_node > 0 && st->nnodes > 1) {
-        st->nic_free = calloc((size_t)st->nnodes * (size_t)st->cost->nics_per_node,
+        st->nic_free = gcoll_calloc((size_t)st->nnodes * (size_t)st->cost->nics_per_node,
                               sizeof(double));
         if (!st->nic_free)
             return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for the NICs");
@@ -926,9 +927,9 @@ gcoll_status_t gcoll_sim_run_algo(gcoll_sim_t *sim, const gcoll_algo_t *algo,
                            "algorithm and per-rank args");
     int n = sim->nranks;
     gcoll_status_t status = GCOLL_SUCCESS;
-    gcoll_sched_t *scheds = calloc((size_t)n, sizeof(*scheds));
-    gcoll_sched_t **ptrs  = calloc((size_t)n, sizeof(*ptrs));
-    size_t *sizes = malloc(2 * (size_t)n * sizeof(*sizes));
+    gcoll_sched_t *scheds = gcoll_calloc((size_t)n, sizeof(*scheds));
+    gcoll_sched_t **ptrs  = gcoll_calloc((size_t)n, sizeof(*ptrs));
+    size_t *sizes = gcoll_malloc(2 * (size_t)n * sizeof(*sizes));
     if (!scheds || !ptrs || !sizes) {
         status = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for %d schedules", n);
         goto out;

@@ -11,6 +11,7 @@
  * own, where on a real rank the K requests share them. */
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "sim/sim.h"
 #include "base/status.h"
 
@@ -18,7 +19,7 @@
 static gcoll_status_t shifted(const gcoll_sched_t *s, int shift, gcoll_sched_t *out)
 {
     *out = *s;
-    out->steps = malloc((s->nsteps ? s->nsteps : 1) * sizeof(*s->steps));
+    out->steps = gcoll_malloc((s->nsteps ? s->nsteps : 1) * sizeof(*s->steps));
     if (!out->steps) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for steps");
     memcpy(out->steps, s->steps, s->nsteps * sizeof(*s->steps));
     for (uint32_t i = 0; i < s->nsteps; i++)
@@ -42,11 +43,11 @@ gcoll_status_t gcoll_sim_run_multi(gcoll_sim_t *sim, int nreq, gcoll_sched_t *co
                            "schedules");
     int P = sim->nranks, V = nreq * P, nn = nodes_of(sim->node_of, P);
     gcoll_status_t st = GCOLL_SUCCESS;
-    gcoll_sched_t *copies = calloc((size_t)V, sizeof(*copies));
-    gcoll_sched_t **ptrs = calloc((size_t)V, sizeof(*ptrs));
-    int *vnode = malloc((size_t)V * sizeof(int));
-    size_t *vsizes = malloc(2 * (size_t)V * sizeof(size_t));
-    uint64_t *vsent = calloc(2 * (size_t)V, sizeof(uint64_t));
+    gcoll_sched_t *copies = gcoll_calloc((size_t)V, sizeof(*copies));
+    gcoll_sched_t **ptrs = gcoll_calloc((size_t)V, sizeof(*ptrs));
+    int *vnode = gcoll_malloc((size_t)V * sizeof(int));
+    size_t *vsizes = gcoll_malloc(2 * (size_t)V * sizeof(size_t));
+    uint64_t *vsent = gcoll_calloc(2 * (size_t)V, sizeof(uint64_t));
     int made = 0;
     if (!copies || !ptrs || !vnode || !vsizes || !vsent) {
         st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "simulator: no memory for %d requests", nreq);

@@ -4,6 +4,7 @@
  * reads them, so it builds and is tested the same with or without hwloc. */
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "base/status.h"
 #include "topo/topo_int.h"
 
@@ -24,9 +25,9 @@ gcoll_status_t gcoll_topo_alloc(gcoll_topo_t *topo)
 {
     int n = topo->count[GCOLL_TOPO_GPU] + topo->count[GCOLL_TOPO_NIC] + topo->count[GCOLL_TOPO_NUMA];
     topo->ndev    = n;
-    topo->dev     = calloc((size_t)n + 1, sizeof(*topo->dev));
-    topo->link    = calloc((size_t)n * (size_t)n + 1, 1);
-    topo->nvlinks = calloc((size_t)n * (size_t)n + 1, 1);
+    topo->dev     = gcoll_calloc((size_t)n + 1, sizeof(*topo->dev));
+    topo->link    = gcoll_calloc((size_t)n * (size_t)n + 1, 1);
+    topo->nvlinks = gcoll_calloc((size_t)n * (size_t)n + 1, 1);
     if (!topo->dev || !topo->link || !topo->nvlinks)
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a topology of %d devices", n);
     return GCOLL_SUCCESS;

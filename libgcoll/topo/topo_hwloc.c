@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "topo/topo_int.h"
@@ -164,7 +165,7 @@ static gcoll_status_t topo_build(hwloc_topology_t hw, gcoll_topo_t *t)
     t->count[GCOLL_TOPO_CORE] = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_CORE);
     t->count[GCOLL_TOPO_PU]   = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_PU);
     GCOLL_TRY(gcoll_topo_alloc(t));
-    hwloc_obj_t *obj = calloc((size_t)t->ndev + 1, sizeof(*obj));
+    hwloc_obj_t *obj = gcoll_calloc((size_t)t->ndev + 1, sizeof(*obj));
     if (!obj) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %d topology objects", t->ndev);
     collect_pci(hw, pci_is_gpu, obj);
     collect_pci(hw, pci_is_nic, obj + ngpu);
@@ -194,7 +195,7 @@ static gcoll_status_t topo_load(const char *xml, gcoll_topo_t **topo)
     *topo = NULL;
     gcoll_status_t st;
     hwloc_topology_t hw;
-    gcoll_topo_t *t = calloc(1, sizeof(*t));
+    gcoll_topo_t *t = gcoll_calloc(1, sizeof(*t));
     if (!t) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a topology");
     if (hwloc_topology_init(&hw) != 0) {
         free(t);

@@ -5,6 +5,7 @@
  * record per rank and prints them, so output is one block, not interleaved. */
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/comm.h"
 #include "base/config.h"
 #include "base/status.h"
@@ -81,7 +82,7 @@ gcoll_status_t gcoll_topo_report(gcoll_comm_t comm, const char *xml, FILE *out)
     gcoll_status_t st = xml ? gcoll_topo_load_xml(xml, &topo) : gcoll_topo_load(&topo);
     rank_info_t me, *all = NULL;
     rank_info(comm, topo, st, &me);
-    if (comm->rank == 0 && !(all = malloc(sizeof(*all) * (size_t)comm->size))) {
+    if (comm->rank == 0 && !(all = gcoll_malloc(sizeof(*all) * (size_t)comm->size))) {
         gcoll_topo_destroy(topo);
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot gather the topology of %d ranks", comm->size);
     }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "core/comm.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -76,7 +77,7 @@ static int gcoll_tl_mpi_tag_mask(MPI_Comm comm)
 
 static gcoll_status_t gcoll_tl_mpi_init(struct gcoll_comm *comm, void **ctx)
 {
-    gcoll_tl_mpi_ctx_t *c = calloc(1, sizeof(*c));
+    gcoll_tl_mpi_ctx_t *c = gcoll_calloc(1, sizeof(*c));
     int version, subversion;
 
     if (c == NULL) {
@@ -269,7 +270,7 @@ static gcoll_status_t gcoll_tl_mpi_test(void *ctx, gcoll_tl_req_t *req)
 static int gcoll_tl_mpi_grow_orphans(gcoll_tl_mpi_ctx_t *c)
 {
     int cap = c->orphans_cap ? 2 * c->orphans_cap : 16;
-    MPI_Request *o = realloc(c->orphans, (size_t)cap * sizeof(*o));
+    MPI_Request *o = gcoll_realloc(c->orphans, (size_t)cap * sizeof(*o));
     if (o == NULL) {
         return 0;
     }

@@ -31,6 +31,7 @@
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #endif
 
+#include "base/alloc.h"
 #include "transport/transport.h"
 
 #ifndef HAVE_UCX
@@ -313,9 +314,9 @@ static gcoll_status_t gcoll_tl_ucx_open(gcoll_tl_ucx_ctx_t *c)
     ucp_config_t *config;
     ucs_status_t st;
 
-    c->eps      = calloc((size_t)c->size, sizeof(*c->eps));
-    c->addr_off = malloc((size_t)c->size * sizeof(int));
-    c->addr_len = malloc((size_t)c->size * sizeof(int));
+    c->eps      = gcoll_calloc((size_t)c->size, sizeof(*c->eps));
+    c->addr_off = gcoll_malloc((size_t)c->size * sizeof(int));
+    c->addr_len = gcoll_malloc((size_t)c->size * sizeof(int));
     if (c->eps == NULL || c->addr_off == NULL || c->addr_len == NULL) {
         return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the ucx endpoint tables");
     }
@@ -384,7 +385,7 @@ static gcoll_status_t gcoll_tl_ucx_exchange(gcoll_tl_ucx_ctx_t *c)
         c->addr_off[r] = (int)total;
         total += (size_t)c->addr_len[r];
     }
-    c->addrs = total <= INT_MAX ? malloc(total) : NULL;
+    c->addrs = total <= INT_MAX ? gcoll_malloc(total) : NULL;
     GCOLL_TRY(gcoll_tl_ucx_agree(c->comm, c->addrs != NULL ? GCOLL_SUCCESS
                                  : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY,
                                                "cannot hold %zu bytes of ucx addresses", total)));
@@ -425,7 +426,7 @@ static void gcoll_tl_ucx_free(gcoll_tl_ucx_ctx_t *c)
 
 static gcoll_status_t gcoll_tl_ucx_init(struct gcoll_comm *comm, void **ctx)
 {
-    gcoll_tl_ucx_ctx_t *c = calloc(1, sizeof(*c));
+    gcoll_tl_ucx_ctx_t *c = gcoll_calloc(1, sizeof(*c));
     gcoll_status_t status;
 
     if (c == NULL) {   /* the others still wait for this rank's vote */
@@ -534,7 +535,7 @@ static void gcoll_tl_ucx_fini(void *ctx)
     unsigned idle = 0;
     int done = 0;
 
-    reqs = malloc((size_t)c->size * sizeof(*reqs));
+    reqs = gcoll_malloc((size_t)c->size * sizeof(*reqs));
     if (reqs != NULL) {
         gcoll_tl_ucx_close_wait(c, reqs, gcoll_tl_ucx_close_start(c, reqs));
         free(reqs);

@@ -3,6 +3,7 @@
  * group: the one place hierarchical builders translate index lists into
  * groups and arguments. */
 #include <stdlib.h>
+#include "base/alloc.h"
 #include "algos/hier/hier.h"
 #include "base/status.h"
 
@@ -11,7 +12,7 @@ gcoll_status_t gcoll_hier_run_flat(const gcoll_algo_t *algo, const gcoll_coll_ar
                                    gcoll_sched_t *s)
 {
     if (n <= 1 && a->coll != GCOLL_COLL_ALLGATHER) return GCOLL_SUCCESS;
-    int *ranks = malloc(sizeof(int) * (size_t)n);
+    int *ranks = gcoll_malloc(sizeof(int) * (size_t)n);
     if (!ranks) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a group of %d", n);
     gcoll_group_t sub = gcoll_hier_subgroup(g, idx, n, me, ranks);
     gcoll_coll_args_t fa = *a;

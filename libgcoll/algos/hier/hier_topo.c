@@ -2,6 +2,7 @@
 /* Node structure of a group for the hierarchical builders. */
 #include <stdlib.h>
 #include <string.h>
+#include "base/alloc.h"
 #include "algos/hier/hier.h"
 #include "base/status.h"
 
@@ -29,10 +30,10 @@ gcoll_status_t gcoll_hier_init(gcoll_hier_t *h, const gcoll_group_t *g)
     int n = g->size, max_node = 0;
     for (int i = 0; i < n; i++) if (node_of(g, i) > max_node) max_node = node_of(g, i);
     int nn = max_node + 1;
-    int *count = calloc((size_t)nn, sizeof(int));
-    h->leaders = malloc(sizeof(int) * (size_t)nn);
-    h->rail = malloc(sizeof(int) * (size_t)nn);
-    h->node_members = malloc(sizeof(int) * (size_t)n);
+    int *count = gcoll_calloc((size_t)nn, sizeof(int));
+    h->leaders = gcoll_malloc(sizeof(int) * (size_t)nn);
+    h->rail = gcoll_malloc(sizeof(int) * (size_t)nn);
+    h->node_members = gcoll_malloc(sizeof(int) * (size_t)n);
     if (!count || !h->leaders || !h->rail || !h->node_members) {
         free(count);
         gcoll_hier_fini(h);
