@@ -22,7 +22,16 @@
  * Errors: every call returns a ::gcoll_status_t.  On failure
  * gcoll_last_error() returns a sentence naming what was wrong (thread-local,
  * valid until the next failing call on the same thread); gcoll_strerror()
- * names the status code itself.  Bad input never crashes and never hangs.
+ * names the status code itself.  Bad input never crashes and never hangs
+ * when every rank passes the same bad argument (each rank detects it on its
+ * own, before any message); one rank alone passing a bad argument leaves the
+ * others waiting, as in MPI, unless GCOLL_CHECK=1 or GCOLL_TIMEOUT is set.
+ * A failure met by one rank alone (memory, the transport, a timeout) reaches
+ * every rank: during set-up (gcoll_comm_create, gcoll_compressor_create)
+ * every rank returns the error; in a collective the failing rank revokes the
+ * communicator, every rank waiting on it returns the failing rank's status
+ * with a sentence naming that rank, and every later call on it returns that
+ * status at once (gcoll_comm_destroy still works, and must still be called).
  *
  * Thread safety: calls on different communicators may be made concurrently
  * from different threads provided MPI was initialised with

@@ -50,6 +50,7 @@
 #include "base/dtype_math.h"
 #include "core/coll.h"
 #include "core/comm.h"
+#include "core/failure.h"
 #include "core/engine.h"
 #include "core/live.h"
 #include "core/request_pool.h"
@@ -186,29 +187,31 @@ gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
     gcoll_compress_params_t p;
     gcoll_status_t st = gcoll_codec_params(params, &p);
     GCOLL_TRY(agree(comm, st == GCOLL_SUCCESS, st == GCOLL_SUCCESS ? &p : params, count));
+    /* the levels below are collective: agree on the memory first, so a
+     * rank that has none does not skip them (core/failure.h) */
     gcoll_compressor_t c = gcoll_calloc(1, sizeof(*c));
-    if (c) {
-        c->comm = comm;
-        c->count = count;
-        c->p = p;
-        c->codec = gcoll_codec_find(p.kind);
-        st = compressor_build(c);
-        if (st == GCOLL_SUCCESS && gcoll_live_add(c) != GCOLL_SUCCESS)
-            st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the compressor");
-    } else {
-        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a compressor");
+    st = gcoll_agree(comm->mpi_comm,
+                     c ? GCOLL_SUCCESS
+                       : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a compressor"),
+                     "gcoll_compressor_create: the compressor");
+    if (st != GCOLL_SUCCESS) {
+        free(c);
+        return st;
     }
+    c->comm = comm;
+    c->count = count;
+    c->p = p;
+    c->codec = gcoll_codec_find(p.kind);
+    st = compressor_build(c);
+    if (st == GCOLL_SUCCESS && gcoll_live_add(c) != GCOLL_SUCCESS)
+        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the compressor");
     /* a failure on one rank (memory) must not leave the others holding a
      * compressor whose collectives would hang */
-    int bad = st != GCOLL_SUCCESS, any_bad = 0;
-    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
-    if (any_bad) {
-        if (c) {
-            gcoll_live_remove(c);
-            compressor_free(c);
-        }
-        return st != GCOLL_SUCCESS ? st
-               : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "gcoll_compressor_create failed on another rank");
+    st = gcoll_agree(comm->mpi_comm, st, "gcoll_compressor_create");
+    if (st != GCOLL_SUCCESS) {
+        gcoll_live_remove(c);
+        compressor_free(c);
+        return st;
     }
     *compressor = c;
     return GCOLL_SUCCESS;

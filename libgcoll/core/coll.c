@@ -14,6 +14,7 @@
 #include "core/coll.h"
 #include "core/engine.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "core/request_pool.h"
 #include "base/log.h"
 #include "core/memtype.h"
@@ -183,15 +184,28 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
     if (st == GCOLL_SUCCESS) {
         r->call = *k;
         st = prepare_host(comm, r);
-        if (st != GCOLL_SUCCESS) comm->seq++;   /* keep later calls' tags in step */
         if (st == GCOLL_SUCCESS) {
             gcoll_exec_start(r);
             gcoll_engine_enqueue(r, 1);
-            st = report(r, gcoll_engine_wait(r));
+            st = report(r, gcoll_engine_wait(r));   /* a failure revoked comm already */
         }
         gcoll_request_put(r);
     }
+    if (st != GCOLL_SUCCESS) gcoll_comm_fail(comm, st);   /* the peers wait for this rank */
     gcoll_engine_unlock();
+    return st;
+}
+
+/* A call failed here after its arguments were checked: revoke comm. */
+static gcoll_status_t failed(gcoll_comm_t comm, gcoll_status_t st)
+{
+    if (st == GCOLL_SUCCESS) return st;
+    char why[512];
+    snprintf(why, sizeof(why), "%s", gcoll_last_error());
+    gcoll_engine_lock();
+    gcoll_comm_fail(comm, st);
+    gcoll_engine_unlock();
+    gcoll_error_restore(why);
     return st;
 }
 
@@ -351,7 +365,8 @@ static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
     shape_t sh;
     gcoll_error_clear();
     GCOLL_TRY(check_call(comm, k, &sh));
-    return eager(k, &sh) ? run_eager(comm, k, &sh) : run_host(comm, k);
+    GCOLL_TRY(gcoll_comm_usable(comm));
+    return failed(comm, eager(k, &sh) ? run_eager(comm, k, &sh) : run_host(comm, k));
 }
 
 /* ---- nonblocking and persistent requests --------------------------------- */
@@ -370,7 +385,8 @@ static void request_start(struct gcoll_request *r)
     if (r->eager) {
         shape_t sh;
         gcoll_status_t st = call_shape(r->comm, &r->call, &sh);   /* checked at post */
-        if (st == GCOLL_SUCCESS) st = run_eager(r->comm, &r->call, &sh);
+        if (st == GCOLL_SUCCESS) st = gcoll_comm_usable(r->comm);
+        if (st == GCOLL_SUCCESS) st = failed(r->comm, run_eager(r->comm, &r->call, &sh));
         gcoll_engine_lock();
         r->status = st;
         if (st != GCOLL_SUCCESS) snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
@@ -378,9 +394,13 @@ static void request_start(struct gcoll_request *r)
         return;
     }
     gcoll_engine_lock();
-    r->status = GCOLL_SUCCESS;
-    gcoll_exec_start(r);
-    gcoll_engine_enqueue(r, 0);
+    r->status = gcoll_comm_usable(r->comm);
+    if (r->status != GCOLL_SUCCESS) {   /* a persistent request's start on a revoked comm */
+        snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
+    } else {
+        gcoll_exec_start(r);
+        gcoll_engine_enqueue(r, 0);
+    }
     gcoll_engine_unlock();
 }
 
@@ -393,6 +413,7 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
     if (!out) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: request is NULL", k->fn);
     *out = GCOLL_REQUEST_NULL;
     GCOLL_TRY(check_call(comm, k, &sh));
+    GCOLL_TRY(gcoll_comm_usable(comm));
     gcoll_engine_lock();   /* the pool is shared with whoever completes requests */
     gcoll_status_t st = gcoll_request_get(comm, &r);
     if (st == GCOLL_SUCCESS) {
@@ -400,13 +421,10 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
         r->persistent = (uint8_t)persistent;
         r->eager = (uint8_t)eager(k, &sh);
         st = r->eager ? GCOLL_SUCCESS : prepare_host(comm, r);
-        if (st != GCOLL_SUCCESS) {
-            comm->seq++;   /* keep later calls' tags in step with the peers */
-            gcoll_request_put(r);
-        }
+        if (st != GCOLL_SUCCESS) gcoll_request_put(r);
     }
     gcoll_engine_unlock();
-    if (st != GCOLL_SUCCESS) return st;
+    if (st != GCOLL_SUCCESS) return failed(comm, st);
     if (!persistent) request_start(r);
     *out = r;
     return GCOLL_SUCCESS;
@@ -452,7 +470,7 @@ gcoll_status_t gcoll_test(gcoll_request_t *request, int *done)
     if (*request == GCOLL_REQUEST_NULL) return GCOLL_SUCCESS;
     GCOLL_TRY(request_check(*request, "gcoll_test"));
     gcoll_engine_lock();
-    if ((*request)->active) gcoll_engine_pass(0);
+    if ((*request)->active && !gcoll_engine_pass(0)) gcoll_failure_poll((*request)->comm);
     gcoll_status_t st = GCOLL_SUCCESS;
     if ((*request)->active) *done = 0;
     else st = request_finish(request);
@@ -468,6 +486,7 @@ gcoll_status_t gcoll_wait(gcoll_request_t *request)
     GCOLL_TRY(request_check(*request, "gcoll_wait"));
     gcoll_engine_lock();
     if ((*request)->active) gcoll_engine_wait(*request);
+    gcoll_failure_flush();   /* notices the progress thread queued go out */
     gcoll_status_t st = request_finish(request);
     gcoll_engine_unlock();
     return st;
@@ -512,12 +531,17 @@ gcoll_status_t gcoll_coll_post_child(gcoll_comm_t comm, const call_t *k,
     size_t sbytes, dbytes;
     struct gcoll_request *r;
     GCOLL_TRY(validate(comm, k, &sbytes, &dbytes));
-    GCOLL_TRY(gcoll_request_get(comm, &r));
-    r->call = *k;
-    gcoll_status_t st = prepare_host(comm, r);
+    GCOLL_TRY(gcoll_comm_usable(comm));
+    gcoll_status_t st = gcoll_request_get(comm, &r);
     if (st != GCOLL_SUCCESS) {
-        comm->seq++;   /* keep later calls' tags in step with the peers */
+        gcoll_comm_fail(comm, st);
+        return st;
+    }
+    r->call = *k;
+    st = prepare_host(comm, r);
+    if (st != GCOLL_SUCCESS) {
         gcoll_request_put(r);
+        gcoll_comm_fail(comm, st);   /* the caller's task fails its own comm too */
         return st;
     }
     r->started = 1;

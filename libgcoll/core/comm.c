@@ -106,15 +106,21 @@ static void topo_parent_nodes(struct gcoll_comm *c, const struct gcoll_comm *par
     }
 }
 
+/* The node map.  Its memory is had, and agreed on, before the collectives
+ * that fill it: a rank that could not allocate must not skip them. */
 static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *parent)
 {
     int *leader_of = gcoll_malloc(sizeof(int) * (size_t)c->size);
     c->node_of     = gcoll_malloc(sizeof(int) * (size_t)c->size);
-    if (!leader_of || !c->node_of) {
+    gcoll_status_t st = leader_of && c->node_of
+                            ? GCOLL_SUCCESS
+                            : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY,
+                                          "cannot allocate the node map of %d ranks", c->size);
+    st = gcoll_agree(c->mpi_comm, st, "gcoll_comm_create: the node map");
+    if (st != GCOLL_SUCCESS) {
         free(leader_of);
-        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the node map of %d ranks", c->size);
+        return st;
     }
-    gcoll_status_t st = GCOLL_SUCCESS;
     if (parent)
         topo_parent_nodes(c, parent, leader_of);
     else if (gcoll_config.node_size > 0)
@@ -182,6 +188,7 @@ static gcoll_status_t tl_init(struct gcoll_comm *c)
 
 static void comm_free(struct gcoll_comm *c)
 {
+    gcoll_failure_fini(c);
 #ifdef HAVE_CUDA
     gcoll_cuda_ipc_destroy(c->cuda_ipc);   /* first: its barrier uses node_comm */
 #endif
@@ -227,47 +234,63 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
     gcoll_log_rank = world_rank;
 
     /* A malformed variable must fail on every rank alike: it is the same
-     * environment everywhere under mpirun, but agree explicitly anyway. */
-    gcoll_status_t st = gcoll_config_load();
-    int bad = st != GCOLL_SUCCESS, any_bad = 0;
-    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, mpi_comm);
-    if (any_bad)
-        return st != GCOLL_SUCCESS ? st
-                                   : GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
-                                                 "another rank rejected its GCOLL_* environment");
+     * environment everywhere under mpirun, but agree explicitly anyway.
+     * Every set-up step below ends in an agreement before the next
+     * collective one (core/failure.h). */
+    GCOLL_TRY(gcoll_agree(mpi_comm, gcoll_config_load(), "gcoll_comm_create: the GCOLL_* environment"));
 
     struct gcoll_comm *c = gcoll_calloc(1, sizeof(*c));
-    if (!c) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate a communicator");
+    gcoll_status_t st = gcoll_agree(mpi_comm,
+                                    c ? GCOLL_SUCCESS
+                                      : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY,
+                                                    "cannot allocate a communicator"),
+                                    "gcoll_comm_create: the communicator");
+    if (st != GCOLL_SUCCESS) {
+        free(c);
+        return st;
+    }
     c->magic    = GCOLL_COMM_MAGIC;
     c->mpi_comm = MPI_COMM_NULL;
     c->node_comm = MPI_COMM_NULL;
+    c->failure.comm = MPI_COMM_NULL;
+    c->failure.recv = MPI_REQUEST_NULL;
+    c->parent   = (struct gcoll_comm *)parent;
     gcoll_sched_init(&c->sched);
     if (MPI_Comm_dup(mpi_comm, &c->mpi_comm) != MPI_SUCCESS) {
+        c->mpi_comm = MPI_COMM_NULL;
         st = GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_dup failed");
-        goto err_free;
     }
+    if ((st = gcoll_agree(mpi_comm, st, "gcoll_comm_create: MPI_Comm_dup")) != GCOLL_SUCCESS)
+        goto err_free;
     /* errors on our duplicate come back as codes (e.g. a truncated message
      * becomes GCOLL_ERR_TRANSPORT), not as an abort of the job */
     MPI_Comm_set_errhandler(c->mpi_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->mpi_comm, &c->rank);
     MPI_Comm_size(c->mpi_comm, &c->size);
     if ((st = topo_init(c, parent)) != GCOLL_SUCCESS) goto err_free;
+    if ((st = gcoll_failure_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = shm_init(c, parent ? parent->mpi_comm : c->mpi_comm)) != GCOLL_SUCCESS) goto err_free;
-    if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;
+    st = gcoll_agree(c->mpi_comm, gcoll_select_init(c), "gcoll_comm_create: the selection table");
+    if (st != GCOLL_SUCCESS) goto err_free;
     if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_engine_comm_add(c)) != GCOLL_SUCCESS) goto err_free;
     c->in_engine = 1;
     gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",
                c->size, c->nnodes, c->local_size, c->local_rank,
                gcoll_config.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
-    if (gcoll_live_add(c) != GCOLL_SUCCESS) {
-        st = GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the communicator");
+    st = gcoll_live_add(c) == GCOLL_SUCCESS
+             ? GCOLL_SUCCESS
+             : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the communicator");
+    if ((st = gcoll_agree(c->mpi_comm, st, "gcoll_comm_create: the handle registry")) !=
+        GCOLL_SUCCESS) {
+        gcoll_live_remove(c);
         goto err_free;
     }
     /* Rows measured on this machine for this shape, calibrating now if there
      * are none (core/tune_cache.c).  Sub-communicators, levels of their
      * parent's algorithms, are neither measured nor given cache rows. */
-    if (!parent && (st = gcoll_tune_cache_setup(c)) != GCOLL_SUCCESS) {
+    if (!parent && (st = gcoll_agree(c->mpi_comm, gcoll_tune_cache_setup(c),
+                                     "gcoll_comm_create: the calibration cache")) != GCOLL_SUCCESS) {
         gcoll_live_remove(c);
         goto err_free;
     }

@@ -10,6 +10,7 @@
 #include "core/schedule.h"
 #include "transport/transport.h"
 #include "algos/algo.h"
+#include "core/failure.h"
 
 #define GCOLL_COMM_MAGIC 0x67636f6cu  /* "gcol" */
 
@@ -52,6 +53,10 @@ struct gcoll_comm {
     } last_select[GCOLL_COLL_COUNT];
 
     gcoll_stats_t         stats;
+
+    /* Revocation after a failure one rank saw alone (failure.h). */
+    gcoll_failure_t       failure;
+    struct gcoll_comm    *parent;       /* of a level sub-communicator, else NULL */
 
     /* Level sub-communicators of composite operations (gcoll_comm_levels),
      * made on first use, shared by every user, freed with this one. */

@@ -32,6 +32,7 @@
 #include "base/config.h"
 #include "core/engine.h"
 #include "core/executor.h"
+#include "core/failure.h"
 #include "base/log.h"
 #include "base/status.h"
 
@@ -158,6 +159,25 @@ static void complete(struct gcoll_request *r, gcoll_status_t st)
         snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
     }
     if (eng.thread_on && r->x.used_transport) eng.last_done = engine_now();
+    if (st != GCOLL_SUCCESS) gcoll_comm_fail(r->comm, st);   /* tell the peers */
+}
+
+int gcoll_engine_in_thread(void)
+{
+    return eng.thread_on && pthread_equal(pthread_self(), eng.thread);
+}
+
+void gcoll_engine_abort_comm(struct gcoll_comm *comm, gcoll_status_t st, const char *why)
+{
+    struct gcoll_request *r = eng.head, *next;
+    for (; r; r = next) {
+        next = r->next;
+        if (r->comm != comm || r->task) continue;   /* a task sees its children fail */
+        gcoll_exec_abort(r);
+        GCOLL_ERROR(st, "the communicator was revoked while this call waited: %s", why);
+        complete(r, st);
+        next = eng.head;   /* completing may have completed others: start over */
+    }
 }
 
 int gcoll_engine_pass(int from_thread)
@@ -166,7 +186,7 @@ int gcoll_engine_pass(int from_thread)
     struct gcoll_request *r = eng.head, *next;
     for (; r; r = next) {
         next = r->next;
-        if (from_thread && r->caller_only) continue;
+        if (!r->active || (from_thread && r->caller_only)) continue;
         int done = 0, moved = 0;
         gcoll_status_t st = r->task ? r->task(r, &done, &moved)
                                     : gcoll_exec_progress(r, &done, &moved);
@@ -196,6 +216,7 @@ static gcoll_shm_t *parkable(const struct gcoll_request *w)
  * then sleeps, as a blocking shared-memory collective does. */
 static void idle_wait(const struct gcoll_request *r, unsigned idle)
 {
+    if (gcoll_failure_poll(r->comm)) return;   /* a peer failed: r is done */
     unsigned park = r->x.spin ? ENGINE_SPUN_YIELDS : ENGINE_PARK_POLLS;
     gcoll_shm_t *shm = idle >= park ? parkable(r) : NULL;
     gcoll_engine_unlock();

@@ -56,4 +56,11 @@ int gcoll_engine_task_turn(const struct gcoll_request *r);
 /* Mode in force, for gcoll_info and logs: "caller" or "thread". */
 const char *gcoll_engine_mode(void);
 
+/* 1 on the progress thread (which may not call MPI). */
+int gcoll_engine_in_thread(void);
+
+/* Under the lock: complete every outstanding schedule request of comm with
+ * st, its sentence saying the communicator was revoked and why (failure.c). */
+void gcoll_engine_abort_comm(struct gcoll_comm *comm, gcoll_status_t st, const char *why);
+
 #endif

@@ -77,6 +77,11 @@ static void abandon(struct gcoll_request *r)
     r->x.round     = r->sched.nrounds;
 }
 
+void gcoll_exec_abort(struct gcoll_request *r)
+{
+    abandon(r);
+}
+
 void gcoll_exec_start(struct gcoll_request *r)
 {
     gcoll_exec_state_t *x = &r->x;

@@ -20,6 +20,11 @@ void gcoll_exec_start(struct gcoll_request *r);
  * whether anything moved.  On an error every transport operation r had
  * posted has been cancelled (nothing can touch its buffers any more) and
  * r is finished. */
+/* Abandon r where it stands: cancel its open transport operations (none
+ * can write into its buffers afterwards) and break the node's step
+ * protocol if r was inside a NODE step.  r must then be completed. */
+void gcoll_exec_abort(struct gcoll_request *r);
+
 gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced);
 
 /* Shared segment r waits on with no transport operation open, or NULL:
