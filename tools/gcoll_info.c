@@ -22,6 +22,9 @@
 #include "topo/topo.h"
 #include "transport/transport.h"
 
+/* The environment as gcoll_comm_create would read it (loaded in main). */
+static gcoll_config_t cfg;
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: [mpirun -n N] gcoll_info [-a|-A|-s|--topo[=F]] [-h]\n"
@@ -110,8 +113,8 @@ static void world_shape(gcoll_tune_cache_shape_t *s, int *rank)
     int size, leader;
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (gcoll_config.node_size > 0) {
-        leader = *rank - *rank % gcoll_config.node_size;
+    if (cfg.node_size > 0) {
+        leader = *rank - *rank % cfg.node_size;
     } else {
         MPI_Comm host;
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, *rank, MPI_INFO_NULL, &host);
@@ -133,9 +136,9 @@ static void world_shape(gcoll_tune_cache_shape_t *s, int *rank)
         s->nodes++;
     }
     free(leaders);
-    s->simulated = gcoll_config.node_size > 0 && s->nodes > 1;
+    s->simulated = cfg.node_size > 0 && s->nodes > 1;
     s->shm = 1;
-    s->transport = gcoll_config.transport != GCOLL_TRANSPORT_MPI && gcoll_tl_ucx_version() ? "ucx"
+    s->transport = cfg.transport != GCOLL_TRANSPORT_MPI && gcoll_tl_ucx_version() ? "ucx"
                                                                                             : "mpi";
     gcoll_tune_cache_host_facts(MPI_COMM_WORLD, s);
 }
@@ -145,7 +148,7 @@ static void cache_view(cache_view_t *v)
     memset(v, 0, sizeof(*v));
     world_shape(&v->shape, &v->rank);
     gcoll_tune_cache_key(v->key, sizeof v->key, &v->shape);
-    if (gcoll_tune_cache_dir(v->dir, sizeof v->dir, &v->off) != 0) return;
+    if (gcoll_tune_cache_dir(&cfg, v->dir, sizeof v->dir, &v->off) != 0) return;
     gcoll_tune_cache_path(v->path, sizeof v->path, v->dir, &v->shape, v->key);
     v->state = gcoll_tune_cache_read(v->path, v->key, &v->text, v->why, sizeof v->why);
 }
@@ -173,7 +176,7 @@ static void print_cache(const cache_view_t *v)
         printf("  entry  : %s is ignored: %s\n", v->path, v->why);
     else
         printf("  entry  : none for this shape (%s); %s\n", v->path,
-               gcoll_config.algo[0] || gcoll_config.tune[0] || gcoll_config.tune_file[0]
+               cfg.algo[0] || cfg.tune[0] || cfg.tune_file[0]
                    ? "not measured while GCOLL_ALGO, GCOLL_TUNE or GCOLL_TUNE_FILE is set"
                    : "the next gcoll_comm_create of this shape measures one (a few seconds)");
     DIR *d = opendir(v->dir);
@@ -193,7 +196,7 @@ static int calibrate_now(cache_view_t *v)
 {
     const char *why = v->off ? v->off
                       : v->shape.ranks < 2 ? "a single rank has nothing to choose (run under mpirun)"
-                      : gcoll_config.algo[0] || gcoll_config.tune[0] || gcoll_config.tune_file[0]
+                      : cfg.algo[0] || cfg.tune[0] || cfg.tune_file[0]
                           ? "GCOLL_ALGO, GCOLL_TUNE or GCOLL_TUNE_FILE is set"
                           : NULL;
     if (why) {
@@ -225,7 +228,7 @@ static void print_table(const gcoll_tune_table_t *t)
     printf("# libgcoll selection table in force; first matching row wins (docs/TUNING.md).\n"
            "# Precedence: GCOLL_ALGO%s%s > GCOLL_TUNE rows > GCOLL_TUNE_FILE rows > calibration\n"
            "# cache rows (this machine and shape) > built-in.  After each row: where it came from.\n",
-           gcoll_config.algo[0] ? "=" : " (unset)", gcoll_config.algo);
+           cfg.algo[0] ? "=" : " (unset)", cfg.algo);
     gcoll_tune_print_origins(stdout, t);
 }
 
@@ -243,7 +246,7 @@ int main(int argc, char **argv)
         else { usage(stderr); return 2; }
     }
     const gcoll_tune_table_t *t = NULL;
-    if (gcoll_config_load() != GCOLL_SUCCESS || gcoll_select_table(NULL, NULL, &t) != GCOLL_SUCCESS) {
+    if (gcoll_config_load(&cfg) != GCOLL_SUCCESS || gcoll_select_table(&cfg, NULL, NULL, &t) != GCOLL_SUCCESS) {
         fprintf(stderr, "gcoll_info: %s\n", gcoll_last_error());
         return 1;
     }
@@ -263,7 +266,7 @@ int main(int argc, char **argv)
         rc = calibrate_now(&v);
     } else if (v.rank == 0 && table) {
         if (v.state == GCOLL_TUNE_CACHE_FOUND && v.shape.ranks > 1 &&
-            gcoll_select_table(v.path, v.text, &t) != GCOLL_SUCCESS) {
+            gcoll_select_table(&cfg, v.path, v.text, &t) != GCOLL_SUCCESS) {
             fprintf(stderr, "gcoll_info: %s\n", gcoll_last_error());
             rc = 1;
         } else {

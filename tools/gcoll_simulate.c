@@ -669,7 +669,9 @@ static gcoll_status_t run_phase(gcoll_coll_t coll, int n, const int *node_of,
     key.conds = GCOLL_TUNE_IF_UNIFORM | GCOLL_TUNE_IF_REGULAR |
                 ((n & (n - 1)) == 0 ? GCOLL_TUNE_IF_POW2 : 0u) |
                 (node_of ? 0u : GCOLL_TUNE_IF_SHM);
-    if (gcoll_select_table(NULL, NULL, &table) != GCOLL_SUCCESS) table = NULL;
+    /* the built-in table: the simulator does not read GCOLL_TUNE* */
+    static const gcoll_config_t builtin_only;
+    if (gcoll_select_table(&builtin_only, NULL, NULL, &table) != GCOLL_SUCCESS) table = NULL;
     size_t from = 0;
     st = GCOLL_ERR_NOT_SUPPORTED;
     for (const gcoll_algo_t *const *a = gcoll_algos;;) {

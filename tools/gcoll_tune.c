@@ -147,7 +147,7 @@ static void write_header(FILE *f, const tuner_t *t)
                "# Load with GCOLL_TUNE_FILE=<this file>; calls no row matches use the built-in "
                "table.\n",
             t->o.cmd, t->size, when, host, t->size, t->key.nodes, t->key.ppn,
-            gcoll_config.node_size ? " (nodes simulated by GCOLL_NODE_SIZE)" : "",
+            t->comm->cfg.node_size ? " (nodes simulated by GCOLL_NODE_SIZE)" : "",
             t->comm->tl ? t->comm->tl->name : "?", t->comm->shm ? "yes" : "no");
 }
 
@@ -209,7 +209,7 @@ static void sim_costs(tuner_t *t, gcoll_sim_cost_t *c, char *how, size_t len)
              "(measured)\n",
              c->alpha_intra * 1e6, 1e-9 / c->beta_intra, intra > 0 ? "measured" : "model default",
              c->alpha_inter * 1e6, 1e-9 / c->beta_inter,
-             inter > 0 ? (gcoll_config.node_size ? "measured between simulated nodes of one host"
+             inter > 0 ? (t->comm->cfg.node_size ? "measured between simulated nodes of one host"
                                                  : "measured")
                        : "model default: no second node in this run",
              c->nics_per_node, 1e-9 / c->gamma);

@@ -8,7 +8,7 @@
 #include "base/log.h"
 
 static struct {
-    int         armed;   /* this rank is the chosen one */
+    atomic_int  armed;   /* this rank is the chosen one */
     int         rank;
     long        nth;
     atomic_long count;   /* the progress thread allocates too */
@@ -17,13 +17,14 @@ static struct {
 
 void gcoll_fault_arm(int rank, long n)
 {
-    if (fault.nth == n && fault.rank == rank && (n == 0 || fault.armed == (rank == gcoll_log_rank)))
-        return;
+    /* once per process, by the first create that asks: later creates (in
+     * other threads too) reload the same environment */
+    static atomic_int done;
+    int expected = 0;
+    if (n <= 0 || !atomic_compare_exchange_strong(&done, &expected, 1)) return;
     fault.rank  = rank;
     fault.nth   = n;
-    fault.armed = n > 0 && rank == gcoll_log_rank;
-    atomic_store(&fault.count, 0);
-    atomic_store(&fault.fired, 0);
+    atomic_store(&fault.armed, rank == gcoll_log_rank);
 }
 
 long gcoll_fault_count(void)
@@ -39,7 +40,7 @@ int gcoll_fault_fired(void)
 /* 1: this allocation is the one to fail. */
 static int fault_now(void)
 {
-    if (__builtin_expect(!fault.armed, 1)) return 0;
+    if (__builtin_expect(!atomic_load_explicit(&fault.armed, memory_order_relaxed), 1)) return 0;
     if (atomic_fetch_add(&fault.count, 1) + 1 != fault.nth) return 0;
     atomic_store(&fault.fired, 1);
     gcoll_warn("GCOLL_FAULT_ALLOC: failing allocation %ld on purpose", fault.nth);

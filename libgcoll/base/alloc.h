@@ -16,9 +16,9 @@ char *gcoll_strdup(const char *s);
 int   gcoll_posix_memalign(void **p, size_t align, size_t bytes);
 
 /* Arm the injector: the nth allocation (counted from 1 after arming) made
- * by world rank `rank` fails; later ones succeed.  n = 0 disarms.  Arming
- * twice with the same values keeps the count (every gcoll_comm_create
- * reloads the configuration). */
+ * by world rank `rank` fails; later ones succeed.  Only the first call
+ * with n > 0 in the process counts (every gcoll_comm_create reloads the
+ * configuration); n <= 0 does nothing. */
 void gcoll_fault_arm(int rank, long n);
 
 /* Allocations counted on this rank since arming, and whether the injected

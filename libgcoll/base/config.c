@@ -12,8 +12,6 @@
 #include "base/log.h"
 #include "base/status.h"
 
-gcoll_config_t gcoll_config;
-
 /* A word out of names (case-insensitive) stored as its index: the enums
  * below are numbered in the order of their names. */
 static gcoll_status_t parse_choice(const gcoll_config_entry_t *e, const char *v, void *field,
@@ -171,7 +169,7 @@ const char *gcoll_config_value(const gcoll_config_entry_t *e)
     return v ? v : e->default_value;
 }
 
-gcoll_status_t gcoll_config_load(void)
+gcoll_status_t gcoll_config_load(gcoll_config_t *out)
 {
     gcoll_config_t cfg;
     memset(&cfg, 0, sizeof(cfg));
@@ -179,7 +177,7 @@ gcoll_status_t gcoll_config_load(void)
         const gcoll_config_entry_t *e = &gcoll_config_table[i];
         GCOLL_TRY(e->parse(e, gcoll_config_value(e), (char *)&cfg + e->offset));
     }
-    gcoll_config   = cfg;   /* all or nothing: a bad value changes nothing */
+    *out = cfg;   /* all or nothing: a bad value changes nothing */
     gcoll_log_level = cfg.debug;
     gcoll_fault_arm(cfg.fault_rank, cfg.fault_nth);
     return GCOLL_SUCCESS;

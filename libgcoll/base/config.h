@@ -42,13 +42,15 @@ typedef struct gcoll_config_entry {
     size_t offset;            /* of the field in gcoll_config_t */
 } gcoll_config_entry_t;
 
-extern gcoll_config_t gcoll_config;
 extern const gcoll_config_entry_t gcoll_config_table[];
 extern const size_t gcoll_config_table_size;
 
-/* Parse the environment into gcoll_config.  Idempotent; re-reads each call so
- * a test may change the environment between communicators. */
-gcoll_status_t gcoll_config_load(void);
+/* Parse the environment into *cfg (all or nothing: a bad value leaves it
+ * untouched) and set the process-wide log level and fault injector.  Each
+ * communicator keeps its own snapshot (struct gcoll_comm.cfg, inherited by
+ * its sub-communicators), so a later create with another environment
+ * changes nothing for it, and no thread reads what another writes. */
+gcoll_status_t gcoll_config_load(gcoll_config_t *cfg);
 
 /* Value in force for an entry, as text (the environment's, or the default). */
 const char *gcoll_config_value(const gcoll_config_entry_t *e);

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "base/log.h"
 
-int gcoll_log_level = GCOLL_LOG_WARN;
+_Atomic int gcoll_log_level = GCOLL_LOG_WARN;
 int gcoll_log_rank  = -1;
 
 static const char *const level_names[] = { "WARN", "INFO", "TRACE" };

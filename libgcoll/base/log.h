@@ -10,7 +10,9 @@ typedef enum {
     GCOLL_LOG_TRACE = 2   /* every collective call and schedule */
 } gcoll_log_level_t;
 
-extern int gcoll_log_level;   /* set from GCOLL_DEBUG by the config table */
+/* Set from GCOLL_DEBUG by every gcoll_comm_create (process-wide: the
+ * last one wins); atomic, for threads creating communicators at once. */
+extern _Atomic int gcoll_log_level;
 extern int gcoll_log_rank;    /* world rank shown in the prefix, -1 before comm create */
 
 void gcoll_log_emit(int level, const char *file, int line, const char *fmt, ...)

@@ -333,7 +333,7 @@ static gcoll_status_t call_shape(gcoll_comm_t comm, const call_t *k, shape_t *sh
 static gcoll_status_t check_call(gcoll_comm_t comm, const call_t *k, shape_t *sh)
 {
     GCOLL_TRY(call_shape(comm, k, sh));
-    if (gcoll_config.check) GCOLL_TRY(check_signature(comm, k));
+    if (comm->cfg.check) GCOLL_TRY(check_signature(comm, k));
     return GCOLL_SUCCESS;
 }
 

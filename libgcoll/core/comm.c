@@ -78,7 +78,7 @@ static gcoll_status_t shm_init(struct gcoll_comm *c, MPI_Comm host_of)
     if (MPI_Comm_split_type(host_of, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL,
                             &host_comm) != MPI_SUCCESS)
         return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Comm_split_type(SHARED) failed");
-    gcoll_status_t st = gcoll_shm_create(c->node_comm, host_comm, &c->shm);
+    gcoll_status_t st = gcoll_shm_create(c->node_comm, host_comm, &c->cfg, &c->shm);
     MPI_Comm_free(&host_comm);
     int ok = st == GCOLL_SUCCESS, all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
@@ -123,8 +123,8 @@ static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *p
     }
     if (parent)
         topo_parent_nodes(c, parent, leader_of);
-    else if (gcoll_config.node_size > 0)
-        for (int r = 0; r < c->size; r++) leader_of[r] = r - r % gcoll_config.node_size;
+    else if (c->cfg.node_size > 0)
+        for (int r = 0; r < c->size; r++) leader_of[r] = r - r % c->cfg.node_size;
     else
         st = topo_real_nodes(c, leader_of);
     if (st == GCOLL_SUCCESS) {
@@ -148,11 +148,12 @@ static gcoll_status_t topo_init(struct gcoll_comm *c, const struct gcoll_comm *p
     return st;
 }
 
-static const gcoll_tl_ops_t *tl_wanted(void)
+static const gcoll_tl_ops_t *tl_wanted(const struct gcoll_comm *c)
 {
 #ifdef HAVE_UCX
-    if (gcoll_config.transport != GCOLL_TRANSPORT_MPI) return &gcoll_tl_ucx;
+    if (c->cfg.transport != GCOLL_TRANSPORT_MPI) return &gcoll_tl_ucx;
 #endif
+    (void)c;
     return &gcoll_tl_mpi;
 }
 
@@ -161,16 +162,16 @@ static const gcoll_tl_ops_t *tl_wanted(void)
 static gcoll_status_t tl_init(struct gcoll_comm *c)
 {
 #ifndef HAVE_UCX
-    if (gcoll_config.transport == GCOLL_TRANSPORT_UCX)
+    if (c->cfg.transport == GCOLL_TRANSPORT_UCX)
         return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED,
                            "GCOLL_TRANSPORT=ucx but libgcoll was built without UCX");
 #endif
-    const gcoll_tl_ops_t *tl = tl_wanted();
+    const gcoll_tl_ops_t *tl = tl_wanted(c);
     gcoll_status_t st = tl->init(c, &c->tl_ctx);
     int failed = st != GCOLL_SUCCESS, any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, c->mpi_comm);
     if (any_failed && !failed) tl->fini(c->tl_ctx);
-    if (any_failed && tl != &gcoll_tl_mpi && gcoll_config.transport == GCOLL_TRANSPORT_AUTO) {
+    if (any_failed && tl != &gcoll_tl_mpi && c->cfg.transport == GCOLL_TRANSPORT_AUTO) {
         gcoll_warn("transport %s failed to start on some rank; falling back to mpi", tl->name);
         tl = &gcoll_tl_mpi;
         st = tl->init(c, &c->tl_ctx);
@@ -237,10 +238,15 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
      * environment everywhere under mpirun, but agree explicitly anyway.
      * Every set-up step below ends in an agreement before the next
      * collective one (core/failure.h). */
-    GCOLL_TRY(gcoll_agree(mpi_comm, gcoll_config_load(), "gcoll_comm_create: the GCOLL_* environment"));
+    gcoll_config_t cfg;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (parent) cfg = parent->cfg;   /* levels inherit */
+    else st = gcoll_config_load(&cfg);
+    GCOLL_TRY(gcoll_agree(mpi_comm, st, "gcoll_comm_create: the GCOLL_* environment"));
 
     struct gcoll_comm *c = gcoll_calloc(1, sizeof(*c));
-    gcoll_status_t st = gcoll_agree(mpi_comm,
+    if (c) c->cfg = cfg;
+    st = gcoll_agree(mpi_comm,
                                     c ? GCOLL_SUCCESS
                                       : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY,
                                                     "cannot allocate a communicator"),
@@ -277,7 +283,7 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
     c->in_engine = 1;
     gcoll_info("communicator of %d ranks on %d node(s), %d rank(s) on mine (local rank %d)%s",
                c->size, c->nnodes, c->local_size, c->local_rank,
-               gcoll_config.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
+               c->cfg.node_size ? " [simulated by GCOLL_NODE_SIZE]" : "");
     st = gcoll_live_add(c) == GCOLL_SUCCESS
              ? GCOLL_SUCCESS
              : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot register the communicator");

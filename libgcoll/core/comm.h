@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include "gcoll.h"
+#include "base/config.h"
 #include "core/schedule.h"
 #include "transport/transport.h"
 #include "algos/algo.h"
@@ -16,6 +17,7 @@
 
 struct gcoll_comm {
     uint32_t              magic;
+    gcoll_config_t        cfg;          /* GCOLL_* at create (a sub-communicator: its parent's) */
     MPI_Comm              mpi_comm;     /* private duplicate: our traffic only */
     int                   rank, size;
 

@@ -373,9 +373,9 @@ static gcoll_status_t thread_start(void)
 static void choose_mode(const struct gcoll_comm *comm, int mpi_level)
 {
     eng.mode_set = 1;
-    eng.thread_mode = gcoll_config.progress != GCOLL_PROGRESS_CALLER;
+    eng.thread_mode = comm->cfg.progress != GCOLL_PROGRESS_CALLER;
     if (eng.thread_mode && !thread_allowed(comm, mpi_level)) {
-        if (gcoll_config.progress == GCOLL_PROGRESS_THREAD)
+        if (comm->cfg.progress == GCOLL_PROGRESS_THREAD)
             gcoll_warn("GCOLL_PROGRESS=thread needs MPI_THREAD_MULTIPLE with the mpi transport; "
                        "progress runs in caller mode");
         eng.thread_mode = 0;

@@ -95,7 +95,7 @@ void gcoll_exec_start(struct gcoll_request *r)
     x->tag = r->comm->seq++;
     x->node_left = 0;
     for (uint32_t i = 0; i < s->nsteps; i++) x->node_left += gcoll_step_is_node(&s->steps[i]);
-    x->idle_since = gcoll_config.timeout > 0 ? exec_now() : 0;
+    x->idle_since = r->comm->cfg.timeout > 0 ? exec_now() : 0;
 }
 
 void gcoll_exec_fini(struct gcoll_request *r)
@@ -294,7 +294,7 @@ static gcoll_status_t gcoll_exec_timeout(struct gcoll_request *r)
     }
     abandon(r);
     return GCOLL_ERROR(GCOLL_ERR_TIMEOUT, "rank %d waited more than GCOLL_TIMEOUT=%g s for %s",
-                       c->rank, gcoll_config.timeout, peers);
+                       c->rank, c->cfg.timeout, peers);
 }
 
 gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced)
@@ -306,9 +306,9 @@ gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *adva
         *done = 1;
         return st;
     }
-    if (gcoll_config.timeout > 0 && *advanced) r->x.idle_since = exec_now();
-    else if (gcoll_config.timeout > 0 && !*done &&
-             exec_now() - r->x.idle_since > gcoll_config.timeout) {
+    double timeout = r->comm->cfg.timeout;
+    if (timeout > 0 && *advanced) r->x.idle_since = exec_now();
+    else if (timeout > 0 && !*done && exec_now() - r->x.idle_since > timeout) {
         *done = 1;
         return gcoll_exec_timeout(r);
     }

@@ -160,12 +160,12 @@ static gcoll_status_t table_intern(const char *const *part, const gcoll_tune_tab
     return st;
 }
 
-gcoll_status_t gcoll_select_table(const char *cache_src, const char *cache_text,
-                                  const gcoll_tune_table_t **table)
+gcoll_status_t gcoll_select_table(const gcoll_config_t *cfg, const char *cache_src,
+                                  const char *cache_text, const gcoll_tune_table_t **table)
 {
     char *file_text = NULL;
-    if (gcoll_config.tune_file[0]) GCOLL_TRY(gcoll_tune_read_file(gcoll_config.tune_file, &file_text));
-    const char *part[NPARTS] = { gcoll_config.tune, gcoll_config.tune_file,
+    if (cfg->tune_file[0]) GCOLL_TRY(gcoll_tune_read_file(cfg->tune_file, &file_text));
+    const char *part[NPARTS] = { cfg->tune, cfg->tune_file,
                                  file_text ? file_text : "", cache_src ? cache_src : "",
                                  cache_src && cache_text ? cache_text : "" };
     gcoll_status_t st = table_intern(part, table);
@@ -222,8 +222,8 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
     memset(comm->forced, 0, sizeof(comm->forced));
     memset(comm->logged, 0, sizeof(comm->logged));
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
-    gcoll_status_t st = parse_forced(comm, gcoll_config.algo);
-    if (st == GCOLL_SUCCESS) st = gcoll_select_table(NULL, NULL, &comm->tune);
+    gcoll_status_t st = parse_forced(comm, comm->cfg.algo);
+    if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->cfg, NULL, NULL, &comm->tune);
     int bad = st != GCOLL_SUCCESS, any_bad = 0;
     MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
     if (any_bad && !bad)

@@ -12,6 +12,7 @@
 #define GCOLL_SELECT_H
 
 #include "gcoll.h"
+#include "base/config.h"
 #include "algos/algo.h"
 #include "core/tune_table.h"
 
@@ -27,13 +28,13 @@ const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args);
  * matching row with another algorithm, its parameters in args. */
 const gcoll_algo_t *gcoll_select_fallback(gcoll_comm_t comm, gcoll_coll_args_t *args);
 
-/* The table in force for the current gcoll_config: GCOLL_TUNE rows, then
+/* The table in force for cfg: GCOLL_TUNE rows, then
  * GCOLL_TUNE_FILE's or none, then cache_text's rows (named cache_src; none
  * when cache_src is NULL), then the built-in rows.  gcoll_select_init loads
  * it without cache rows.  Tables are shared and immutable, kept until the
  * process ends (one per distinct content), so the pointer stays valid. */
-gcoll_status_t gcoll_select_table(const char *cache_src, const char *cache_text,
-                                  const gcoll_tune_table_t **table);
+gcoll_status_t gcoll_select_table(const gcoll_config_t *cfg, const char *cache_src,
+                                  const char *cache_text, const gcoll_tune_table_t **table);
 
 /* Put the calibration cache's rows (text, named src) into comm's table,
  * between GCOLL_TUNE_FILE's and the built-in ones; the rest of the table as

@@ -134,9 +134,9 @@ void gcoll_tune_cache_host_facts(MPI_Comm mpi_comm, gcoll_tune_cache_shape_t *sh
 
 /* ---- where ------------------------------------------------------------------- */
 
-int gcoll_tune_cache_dir(char *dir, size_t len, const char **why)
+int gcoll_tune_cache_dir(const gcoll_config_t *cfg, char *dir, size_t len, const char **why)
 {
-    const char *v = gcoll_config.tune_cache, *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    const char *v = cfg->tune_cache, *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
     if (!strcasecmp(v, "off")) { *why = "GCOLL_TUNE_CACHE=off"; return -1; }
     if (v[0]) snprintf(dir, len, "%s", v);
     else if (x && x[0] == '/') snprintf(dir, len, "%s/gcoll", x);   /* the spec: absolute only */
@@ -355,18 +355,19 @@ typedef struct {
     char path[GCOLL_TUNE_CACHE_PATH_MAX];
 } plan_t;
 
-static int user_decided(void)
+static int user_decided(const gcoll_config_t *cfg)
 {
-    return gcoll_config.algo[0] || gcoll_config.tune[0] || gcoll_config.tune_file[0];
+    return cfg->algo[0] || cfg->tune[0] || cfg->tune_file[0];
 }
 
 /* Rank 0: what to do, and the entry's text where there is one. */
-static void plan_rank0(const gcoll_tune_cache_shape_t *s, const char *key, plan_t *p, char **text)
+static void plan_rank0(const gcoll_config_t *cfg, const gcoll_tune_cache_shape_t *s,
+                       const char *key, plan_t *p, char **text)
 {
     char dir[GCOLL_TUNE_CACHE_PATH_MAX], why[600];
     const char *off = NULL;
     p->action = DO_NOTHING;
-    if (gcoll_tune_cache_dir(dir, sizeof dir, &off) != 0) {
+    if (gcoll_tune_cache_dir(cfg, dir, sizeof dir, &off) != 0) {
         gcoll_info("calibration cache: none (%s)", off);
         return;
     }
@@ -380,8 +381,8 @@ static void plan_rank0(const gcoll_tune_cache_shape_t *s, const char *key, plan_
     }
     if (state == GCOLL_TUNE_CACHE_INVALID)
         gcoll_warn("calibration cache entry %s ignored: %s%s", p->path, why,
-                   user_decided() ? "" : "; measuring again");
-    if (user_decided()) {
+                   user_decided(cfg) ? "" : "; measuring again");
+    if (user_decided(cfg)) {
         gcoll_info("calibration cache: no entry %s; not measuring, since GCOLL_ALGO, GCOLL_TUNE "
                    "or GCOLL_TUNE_FILE is set", p->path);
         return;
@@ -415,7 +416,7 @@ static void shape_of(gcoll_comm_t c, gcoll_tune_cache_shape_t *s)
     s->nodes = c->nnodes;
     s->ppn = k.ppn;
     s->uniform = c->nodes_uniform;
-    s->simulated = gcoll_config.node_size > 0 && c->nnodes > 1;
+    s->simulated = c->cfg.node_size > 0 && c->nnodes > 1;
     s->shm = c->shm != NULL;
     s->transport = c->tl ? c->tl->name : "?";
     gcoll_tune_cache_host_facts(c->mpi_comm, s);
@@ -478,7 +479,7 @@ gcoll_status_t gcoll_tune_cache_setup(gcoll_comm_t c)
     memset(&p, 0, sizeof(p));
     if (c->rank == 0) {
         gcoll_tune_cache_key(key, sizeof key, &s);
-        plan_rank0(&s, key, &p, &text);
+        plan_rank0(&c->cfg, &s, key, &p, &text);
     }
     MPI_Bcast(&p, (int)sizeof(p), MPI_BYTE, 0, c->mpi_comm);
     if (p.action == DO_NOTHING) return GCOLL_SUCCESS;

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include "gcoll.h"
+#include "base/config.h"
 
 typedef struct {
     int         ranks, nodes, ppn;   /* ppn: ranks on the fullest node */
@@ -38,7 +39,7 @@ void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t 
 
 /* The cache directory in force: 0 with dir set; -1 when GCOLL_TUNE_CACHE=off
  * or neither XDG_CACHE_HOME nor HOME is set (why says which). */
-int gcoll_tune_cache_dir(char *dir, size_t len, const char **why);
+int gcoll_tune_cache_dir(const gcoll_config_t *cfg, char *dir, size_t len, const char **why);
 
 /* The entry's file for a key: DIR/<ranks>r-<nodes>x<ppn>-<transport>-<hash>.tbl. */
 void gcoll_tune_cache_path(char *buf, size_t len, const char *dir,

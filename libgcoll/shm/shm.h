@@ -9,7 +9,7 @@
  * synchronising; buffers may then be NULL.
  *
  * Errors: GCOLL_ERR_TRANSPORT when the segment cannot be created or mapped;
- * GCOLL_ERR_TIMEOUT when peers do not arrive within gcoll_config.timeout
+ * GCOLL_ERR_TIMEOUT when peers do not arrive within cfg->timeout (the communicator's)
  * seconds (GCOLL_TIMEOUT; 0 waits forever), with a sentence naming the local
  * ranks that were missing.  After a timeout the object's step counters are no
  * longer in agreement, so every later call fails with GCOLL_ERR_TRANSPORT;
@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <mpi.h>
 #include "gcoll.h"
+#include "base/config.h"
 
 typedef struct gcoll_shm gcoll_shm_t;
 
@@ -32,7 +33,8 @@ typedef struct gcoll_shm gcoll_shm_t;
  * node_comm (all ranks of one node) and host_comm (all ranks sharing this
  * host's CPUs, which decide whether waiters may spin).  On failure every rank
  * returns the same error and *shm is NULL. */
-gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_shm_t **shm);
+gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gcoll_config_t *cfg,
+                                gcoll_shm_t **shm);
 
 /* Unmap and free.  Collective in the sense that every rank calls it once;
  * it does not wait for the others (the kernel frees the segment when the

@@ -400,8 +400,8 @@ static int shm_size_class(size_t bytes)
 static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (!o->dst) return;   /* a non-root of reduce writes res only */
-    if (gcoll_config.shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
-        o->stream = gcoll_config.shm_stream == GCOLL_SHM_STREAM_ON;
+    if (shm->cfg->shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
+        o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
         return;
     }
     o->cls = (uint8_t)shm_size_class(o->bytes);   /* >= 17: large forms only */

@@ -97,6 +97,7 @@ typedef struct {
 } gcoll_shm_adapt_t;
 
 struct gcoll_shm {
+    const gcoll_config_t *cfg;     /* the communicator's (it outlives us) */
     int               rank, size;
     int               broken;      /* a wait timed out: counters disagree */
     int               spin_limit;  /* pause iterations before sleeping */

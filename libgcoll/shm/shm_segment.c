@@ -166,7 +166,8 @@ static int shm_spin_limit(MPI_Comm host_comm)
     return cpus < size ? SPIN_OVERSUBSCRIBED : SPIN_DEDICATED;
 }
 
-gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_shm_t **out)
+gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gcoll_config_t *cfg,
+                                gcoll_shm_t **out)
 {
     char name[SHM_NAME_MAX] = "";
     int fd = -1, ok = 1, all_ok = 0;
@@ -175,6 +176,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, gcoll_sh
     gcoll_shm_t *shm = gcoll_calloc(1, sizeof(*shm));
     if (!shm) ok = 0;   /* still take part in the collectives below */
     gcoll_shm_t dummy = { 0 }, *s = shm ? shm : &dummy;
+    s->cfg = cfg;
     MPI_Comm_rank(node_comm, &s->rank);
     MPI_Comm_size(node_comm, &s->size);
     shm_layout(s);
@@ -238,7 +240,7 @@ static gcoll_status_t shm_timeout(gcoll_shm_t *shm, uint64_t step)
     shm->broken = 1;
     return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
                        "local rank %d waited %g s at shared-memory step %llu for local rank(s) %s",
-                       shm->rank, gcoll_config.timeout, (unsigned long long)step, who);
+                       shm->rank, shm->cfg->timeout, (unsigned long long)step, who);
 }
 
 /* The futex word of a flag: its low 32 bits, which change with every step
@@ -280,7 +282,7 @@ static void shm_sleep(gcoll_shm_line_t *line, uint64_t seen)
 static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, double start)
 {
     gcoll_shm_line_t *line = &shm->ctrl[j].line[step & 1];
-    double limit = gcoll_config.timeout;
+    double limit = shm->cfg->timeout;
     gcoll_status_t st = GCOLL_SUCCESS;
     atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
     for (;;) {
@@ -299,7 +301,7 @@ static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, do
 
 gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
 {
-    double start = gcoll_config.timeout > 0 ? shm_now() : 0;
+    double start = shm->cfg->timeout > 0 ? shm_now() : 0;
     for (int j = 0; j < shm->size; j++) {
         if (j == shm->rank) continue;
         for (int y = 0; y < SHM_YIELDS && !shm_arrived(shm, j, step); y++) sched_yield();

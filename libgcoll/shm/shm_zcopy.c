@@ -125,7 +125,7 @@ typedef struct {
 
 void gcoll_shm_zc_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
 {
-    int P = shm->size, me = shm->rank, ok = gcoll_config.zcopy != 0, all_ok = 0;
+    int P = shm->size, me = shm->rank, ok = shm->cfg->zcopy != 0, all_ok = 0;
     char why[256] = "GCOLL_ZCOPY=0";
     if (P == 1) return;   /* nobody to share with: one rank's forms copy nothing anyway */
     struct gcoll_shm_zc *zc = gcoll_calloc(1, sizeof(*zc));

@@ -58,7 +58,7 @@ static void print_decision(gcoll_comm_t comm, const rank_info_t *all, const char
     fprintf(out, "\nWhat libgcoll decided (%d rank(s)):\n", comm->size);
     if (xml) fprintf(out, "  topology       : recorded in %s, taken as every node's\n", xml);
     fprintf(out, "  nodes          : %d%s\n", comm->nnodes,
-            gcoll_config.node_size ? " (simulated by GCOLL_NODE_SIZE)" : "");
+            comm->cfg.node_size ? " (simulated by GCOLL_NODE_SIZE)" : "");
     if (comm->nodes_uniform) {
         fprintf(out, "  ranks per node : %d%s\n", comm->local_size,
                 comm->nodes_contiguous ? " (consecutive ranks)" : "");

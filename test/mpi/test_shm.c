@@ -20,6 +20,10 @@
 #include "gcoll.h"
 #include "shm/shm.h"
 #include "algos/peers.h"
+
+/* The segments' configuration (a communicator's snapshot in the library);
+ * the tests change it under them (timeout, write ways). */
+static gcoll_config_t cfg;
 #include "base/config.h"
 #include "base/coll_kind.h"
 
@@ -375,9 +379,9 @@ static void run_timeout(void)
 {
     if (size < 2) return;
     gcoll_shm_t *t;
-    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &t)) { FAIL("create for timeout test: %s", gcoll_last_error()); return; }
-    double saved = gcoll_config.timeout;
-    gcoll_config.timeout = 0.3;
+    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &t)) { FAIL("create for timeout test: %s", gcoll_last_error()); return; }
+    double saved = cfg.timeout;
+    cfg.timeout = 0.3;
     if (rank != 0) {
         gcoll_status_t st = gcoll_shm_barrier(t);
         if (st != GCOLL_ERR_TIMEOUT) FAIL("timeout test: got %s, want a timeout", gcoll_strerror(st));
@@ -385,7 +389,7 @@ static void run_timeout(void)
             FAIL("timeout test: message does not name rank 0: %s", gcoll_last_error());
         if (gcoll_shm_barrier(t) != GCOLL_ERR_TRANSPORT) FAIL("timeout test: a broken executor still ran");
     }
-    gcoll_config.timeout = saved;
+    cfg.timeout = saved;
     MPI_Barrier(MPI_COMM_WORLD);
     gcoll_shm_destroy(t);
 }
@@ -465,10 +469,10 @@ static void run_bench(void)
 static void run_write_ways(void)
 {
     static const int ways[] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
-    int saved = gcoll_config.shm_stream;
+    int saved = cfg.shm_stream;
     unsigned seed = 7000;
     for (size_t w = 0; w < NELEMS(ways); w++) {
-        gcoll_config.shm_stream = ways[w];
+        cfg.shm_stream = ways[w];
         if (size > 1) {
             gcoll_shm_op_t o;
             float *buf = xmalloc(1u << 20);
@@ -488,7 +492,7 @@ static void run_write_ways(void)
             test_reduce((1u << 20) + 3, GCOLL_INT64, GCOLL_SUM, ip, size - 1, seed++);
         }
     }
-    gcoll_config.shm_stream = saved;
+    cfg.shm_stream = saved;
 }
 
 int main(int argc, char **argv)
@@ -497,7 +501,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int bench = argc > 1 && !strcmp(argv[1], "-b");
-    gcoll_status_t st = gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &shm);
+    if (gcoll_config_load(&cfg) != GCOLL_SUCCESS) {
+        fprintf(stderr, "FAIL rank %d: gcoll_config_load: %s\n", rank, gcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    gcoll_status_t st = gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &shm);
     if (st) {
         fprintf(stderr, "FAIL rank %d: gcoll_shm_create: %s\n", rank, gcoll_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);

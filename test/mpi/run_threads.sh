@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# test_threads at 2 and 3 ranks (3 threads each, one communicator per
+# thread).  Under ThreadSanitizer: configure a separate build with
+#   CFLAGS="-fsanitize=thread -g -O1" LDFLAGS=-fsanitize=thread
+# and run this script there with TSAN_OPTIONS="suppressions=$srcdir/test/mpi/tsan.supp"
+# (the suppressions cover Open MPI's and UCX's own internals only).
+prog=./test/mpi/test_threads
+MPIRUN=${MPIRUN:-mpirun}
+command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
+[ -x "$prog" ] || { echo "ERROR: $prog not built"; exit 99; }
+root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+exec 9>test/mpi/mpi-jobs.lock && flock 9   # one MPI job at a time (2 cores)
+status=0
+for np in 2 3; do
+    echo "== np=$np"
+    GCOLL_TUNE_CACHE=off timeout -k 10 180 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
+        --mca btl ^openib -n "$np" "$prog"
+    rc=$?
+    [ $rc = 77 ] && exit 77
+    [ $rc = 0 ] || status=1
+done
+exit $status
