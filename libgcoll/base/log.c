@@ -8,7 +8,7 @@
 #include "base/log.h"
 
 _Atomic int gcoll_log_level = GCOLL_LOG_WARN;
-int gcoll_log_rank  = -1;
+_Atomic int gcoll_log_rank = -1;
 
 static const char *const level_names[] = { "WARN", "INFO", "TRACE" };
 

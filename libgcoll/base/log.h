@@ -13,7 +13,7 @@ typedef enum {
 /* Set from GCOLL_DEBUG by every gcoll_comm_create (process-wide: the
  * last one wins); atomic, for threads creating communicators at once. */
 extern _Atomic int gcoll_log_level;
-extern int gcoll_log_rank;    /* world rank shown in the prefix, -1 before comm create */
+extern _Atomic int gcoll_log_rank;   /* world rank in the prefix, -1 before comm create */
 
 void gcoll_log_emit(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

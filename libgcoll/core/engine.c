@@ -219,8 +219,9 @@ static void idle_wait(const struct gcoll_request *r, unsigned idle)
     if (gcoll_failure_poll(r->comm)) return;   /* a peer failed: r is done */
     unsigned park = r->x.spin ? ENGINE_SPUN_YIELDS : ENGINE_PARK_POLLS;
     gcoll_shm_t *shm = idle >= park ? parkable(r) : NULL;
+    uint64_t step = shm ? gcoll_shm_step(shm) : 0;
     gcoll_engine_unlock();
-    if (shm) gcoll_shm_park(shm, ENGINE_PARK_NS);
+    if (shm) gcoll_shm_park(shm, step, ENGINE_PARK_NS);
     else sched_yield();
     gcoll_engine_lock();
 }
@@ -324,9 +325,10 @@ static void *engine_thread(void *arg)
          * waiting on the node alone, sleep on the segment, so the peer's
          * signal wakes us at once instead of at the end of a nap */
         gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? parkable(NULL) : NULL;
+        uint64_t step = shm ? gcoll_shm_step(shm) : 0;
         thread_unlock();
         if (shm) {
-            gcoll_shm_park(shm, ENGINE_PARK_NS);
+            gcoll_shm_park(shm, step, ENGINE_PARK_NS);
         } else if (idle < ENGINE_PARK_POLLS) {
             sched_yield();
         } else {
@@ -383,10 +385,16 @@ static void choose_mode(const struct gcoll_comm *comm, int mpi_level)
     eng.locking = eng.thread_mode || mpi_level >= MPI_THREAD_MULTIPLE;
 }
 
+/* Communicators come and go in several threads at once: one at a time
+ * decides the mode and starts or stops the thread (not under the engine
+ * lock, which the thread needs to finish). */
+static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
+
 gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm)
 {
     int mpi_level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&mpi_level);
+    pthread_mutex_lock(&lifecycle);
     if (!eng.mode_set) choose_mode(comm, mpi_level);
     gcoll_engine_lock();
     comm->caller_only = !eng.thread_mode || !thread_allowed(comm, mpi_level);
@@ -397,6 +405,7 @@ gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm)
     gcoll_status_t st = GCOLL_SUCCESS;
     if (eng.thread_mode && !eng.thread_on) st = thread_start();
     gcoll_engine_unlock();
+    pthread_mutex_unlock(&lifecycle);
     if (st != GCOLL_SUCCESS) {
         gcoll_warn("%s; progress runs in caller mode", gcoll_last_error());
         gcoll_error_clear();
@@ -412,6 +421,7 @@ gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm)
 void gcoll_engine_comm_remove(struct gcoll_comm *comm)
 {
     int stop;
+    pthread_mutex_lock(&lifecycle);
     gcoll_engine_lock();
     for (int i = 0; i < ENGINE_MAX_POLLED; i++)
         if (polled[i] == comm) polled[i] = NULL;
@@ -423,10 +433,12 @@ void gcoll_engine_comm_remove(struct gcoll_comm *comm)
         pthread_cond_signal(&eng.cond);
     }
     gcoll_engine_unlock();
-    if (!stop) return;
-    pthread_join(eng.thread, NULL);
-    close(eng.efd);
-    close(eng.epfd);
-    eng.efd = eng.epfd = -1;
-    eng.thread_on = 0;
+    if (stop) {
+        pthread_join(eng.thread, NULL);
+        close(eng.efd);
+        close(eng.epfd);
+        eng.efd = eng.epfd = -1;
+        eng.thread_on = 0;
+    }
+    pthread_mutex_unlock(&lifecycle);
 }

@@ -17,7 +17,7 @@ const char *gcoll_memtype_name(gcoll_memtype_t m)
  * (each failing query costs microseconds on the small-message path). */
 int gcoll_cuda_device_count(void)
 {
-    static int count = -1;
+    static _Atomic int count = -1;   /* threads may ask at once: both get the same */
     if (count < 0) {
         int n = 0;
         if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;

@@ -120,10 +120,12 @@ int gcoll_shm_op_waits(const gcoll_shm_t *shm, const gcoll_shm_op_t *o);
  * outstanding, which the old blocking loop served the same way. */
 int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls);
 
-/* Sleep until a peer signals this rank's current step or max_ns pass
- * (futex; no CPU while a peer is late).  For a waiter with nothing else to
- * progress. */
-void gcoll_shm_park(gcoll_shm_t *shm, long max_ns);
+/* Sleep until a peer signals step or max_ns pass (futex; no CPU while a
+ * peer is late).  For a waiter with nothing else to progress.  step is
+ * gcoll_shm_step(), read under the engine lock: the park runs outside it,
+ * while another thread's pass may advance the segment. */
+uint64_t gcoll_shm_step(const gcoll_shm_t *shm);
+void gcoll_shm_park(gcoll_shm_t *shm, uint64_t step, long max_ns);
 
 /* Mark the segment's step counters as no longer agreed (a wait timed out
  * or was abandoned): every later call fails with GCOLL_ERR_TRANSPORT. */

@@ -175,7 +175,11 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     *out = NULL;
     gcoll_shm_t *shm = gcoll_calloc(1, sizeof(*shm));
     if (!shm) ok = 0;   /* still take part in the collectives below */
-    gcoll_shm_t dummy = { 0 }, *s = shm ? shm : &dummy;
+    /* without memory this rank still takes part, on a stand-in (not on the
+     * stack: 1 KiB that MPI's threaded waits may have used a moment ago) */
+    static _Thread_local gcoll_shm_t dummy;
+    memset(&dummy, 0, sizeof(dummy));
+    gcoll_shm_t *s = shm ? shm : &dummy;
     s->cfg = cfg;
     MPI_Comm_rank(node_comm, &s->rank);
     MPI_Comm_size(node_comm, &s->size);
@@ -327,9 +331,13 @@ void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len)
 
 /* One nap on the first late peer's flag (see "Waiting" in shm_int.h: the
  * sleepers count makes the signaller wake us). */
-void gcoll_shm_park(gcoll_shm_t *shm, long max_ns)
+uint64_t gcoll_shm_step(const gcoll_shm_t *shm)
 {
-    uint64_t step = shm->step;
+    return shm->step;
+}
+
+void gcoll_shm_park(gcoll_shm_t *shm, uint64_t step, long max_ns)
+{
     for (int j = 0; j < shm->size; j++) {
         if (j == shm->rank || shm_arrived(shm, j, step)) continue;
         gcoll_shm_line_t *line = &shm->ctrl[j].line[step & 1];
