@@ -158,8 +158,12 @@ static int shm_spin_limit(MPI_Comm host_comm)
     int size;
     MPI_Comm_size(host_comm, &size);
     CPU_ZERO(&mine);
-    if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return SPIN_OVERSUBSCRIBED;
+    /* a rank that cannot read its mask still joins the reduction (the
+     * others wait in it), adding no CPU, and spins short itself */
+    int known = sched_getaffinity(0, sizeof(mine), &mine) == 0;
+    if (!known) CPU_ZERO(&mine);
     MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, host_comm);
+    if (!known) return SPIN_OVERSUBSCRIBED;
     int cpus = CPU_COUNT(&all);
     gcoll_info("shm: %d ranks on this host's %d cpus: %s waits", size, cpus,
                cpus < size ? "short-spin" : "spinning");
