@@ -82,6 +82,7 @@ struct gcoll_compressor {
      * one communicator run in posting order). */
     struct {
         struct gcoll_request *req, *child;
+        struct gcoll_request *posted;   /* the last call's request (see compressor_busy) */
         const float          *src;
         float                *dst, *buf, *x;
         gcoll_op_t            op;
@@ -217,12 +218,25 @@ gcoll_status_t gcoll_compressor_create(gcoll_comm_t comm, size_t count,
     return GCOLL_SUCCESS;
 }
 
+static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *advanced);
+
+/* A call was posted and its owner has not completed it by wait or test.
+ * Not "its task still runs": the progress thread may finish the task on
+ * one rank and not yet on another, and a second call accepted on one rank
+ * only would send the ranks' schedules out of step. */
+static int compressor_busy(gcoll_compressor_t c)
+{
+    const struct gcoll_request *r = c->call.posted;
+    return c->call.req ||
+           (r && r->started && r->task == compress_task && r->task_state == c);
+}
+
 gcoll_status_t gcoll_compressor_destroy(gcoll_compressor_t compressor)
 {
     gcoll_error_clear();
     if (!compressor) return GCOLL_SUCCESS;
     GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_destroy"));
-    if (compressor->call.req)
+    if (compressor_busy(compressor))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_destroy: a compressed "
                            "allreduce is still in flight (wait for it first)");
     gcoll_live_remove(compressor);
@@ -234,7 +248,7 @@ gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor)
 {
     gcoll_error_clear();
     GCOLL_TRY(compressor_check(compressor, "gcoll_compressor_reset"));
-    if (compressor->call.req)
+    if (compressor_busy(compressor))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_compressor_reset: a compressed "
                            "allreduce is still in flight (wait for it first)");
     if (compressor->resid) memset(compressor->resid, 0, compressor->share * sizeof(float));
@@ -565,7 +579,7 @@ static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf,
                                       gcoll_op_t op, struct gcoll_request **out)
 {
     struct gcoll_request *r;
-    if (c->call.req)
+    if (compressor_busy(c))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce_compressed: the compressor "
                            "already has a call in flight (wait for it first)");
     gcoll_engine_lock();
@@ -577,6 +591,7 @@ static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf,
     r->task = compress_task;
     r->task_state = c;
     c->call.req = r;
+    c->call.posted = r;
     c->call.child = NULL;
     c->call.src = sendbuf;
     c->call.dst = recvbuf;

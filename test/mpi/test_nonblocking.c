@@ -15,7 +15,9 @@
  *                              thread uses < 1% of a core over 5 s
  *   test_nonblocking fault     a transport receive fails mid-collective (the
  *                              ranks pass different counts): every rank gets
- *                              an error, later calls are unharmed
+ *                              an error; the communicator is revoked (later
+ *                              calls fail at once, naming the failed rank);
+ *                              a new communicator works
  *   test_nonblocking pipeline N  N pipelined hierarchical allreduces at
  *                              rendezvous sizes, each checked
  *   test_nonblocking compress  compressed allreduces as engine tasks: two
@@ -414,7 +416,24 @@ static int mode_fault(void)
     EXPECT(failed, "a mismatched allreduce returned success");
     if (rank == 0) printf("mismatched call: every rank failed: %s\n", all_failed ? "yes" : "no");
     free(x);
-    /* later calls, blocking and not, are unharmed */
+    /* revoked: later calls, blocking and not, fail at once on every rank
+     * (no hang, no timeout), naming the rank that failed */
+    for (int it = 0; it < 4; it++) {
+        int y = 1, z = 0;
+        gcoll_request_t r;
+        st = it & 1 ? gcoll_allreduce(&y, &z, 1, GCOLL_INT32, GCOLL_SUM, c)
+                    : gcoll_iallreduce(&y, &z, 1, GCOLL_INT32, GCOLL_SUM, c, &r);
+        EXPECT(st != GCOLL_SUCCESS && strstr(gcoll_last_error(), "revoked") &&
+                   strstr(gcoll_last_error(), "failed"),
+               "call %d on the revoked communicator: status %d, '%s'", it, (int)st,
+               gcoll_last_error());
+    }
+    EXPECT(gcoll_comm_destroy(c) == GCOLL_SUCCESS, "destroy the revoked communicator");
+    if (gcoll_comm_create(MPI_COMM_WORLD, &c) != GCOLL_SUCCESS) {
+        FAIL("comm_create after the failure");
+        return 1;
+    }
+    /* a new communicator is unharmed */
     for (int it = 0; it < 20; it++) {
         job_t j;
         gcoll_request_t r;
@@ -422,7 +441,7 @@ static int mode_fault(void)
         job_reference(&j);
         EXPECT(job_call(&j, c, &r, 0) == GCOLL_SUCCESS && gcoll_wait(&r) == GCOLL_SUCCESS,
                "call %d after the failure", it);
-        job_check(&j, "after a failure");
+        job_check(&j, "on a new communicator after a failure");
         job_free(&j);
     }
     EXPECT(gcoll_comm_destroy(c) == GCOLL_SUCCESS, "destroy");
