@@ -510,6 +510,9 @@ static int mode_compress(void)
         EXPECT(job_call(&plain, c, &r[2], 0) == GCOLL_SUCCESS, "post plain");
         if (step == 0) {
             gcoll_request_t extra;
+            /* long enough for the progress thread to finish the task on
+             * some ranks: still busy until waited, on every rank alike */
+            usleep(200 * 1000);
             EXPECT(gcoll_iallreduce_compressed(in, out[0], n, GCOLL_FLOAT32, GCOLL_AVG, async[0],
                                                &extra) == GCOLL_ERR_INVALID_ARG,
                    "a second call on a busy compressor must be refused");
