@@ -52,7 +52,7 @@ static void f_allreduce(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fin
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     int rc = !gmpi_enabled || gmpi_inside ? PMPI_Allreduce(cs, cr, *count, t, o, c)
-                                          : gmpi_allreduce(cs, cr, *count, t, o, c, NULL);
+                                          : gmpi_allreduce(cs, cr, *count, t, o, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -66,7 +66,7 @@ static void f_reduce(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     int rc = !gmpi_enabled || gmpi_inside ? PMPI_Reduce(cs, cr, *count, t, o, *root, c)
-                                          : gmpi_reduce(cs, cr, *count, t, o, *root, c, NULL);
+                                          : gmpi_reduce(cs, cr, *count, t, o, *root, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -78,7 +78,7 @@ static void f_bcast(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_
     MPI_Comm c = PMPI_Comm_f2c(*comm);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     int rc = !gmpi_enabled || gmpi_inside ? PMPI_Bcast(cb, *count, t, *root, c)
-                                          : gmpi_bcast(cb, *count, t, *root, c, NULL);
+                                          : gmpi_bcast(cb, *count, t, *root, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -92,7 +92,7 @@ static void f_allgather(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *
     MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
     int rc = !gmpi_enabled || gmpi_inside
                  ? PMPI_Allgather(cs, *sc, cst, cr, *rc_, crt, c)
-                 : gmpi_allgather(cs, *sc, cst, cr, *rc_, crt, c, NULL);
+                 : gmpi_allgather(cs, *sc, cst, cr, *rc_, crt, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -107,7 +107,7 @@ static void f_reduce_scatter_block(void *s, void *r, MPI_Fint *rcount, MPI_Fint 
     MPI_Op o = PMPI_Op_f2c(*op);
     int rc = !gmpi_enabled || gmpi_inside
                  ? PMPI_Reduce_scatter_block(cs, cr, *rcount, t, o, c)
-                 : gmpi_reduce_scatter_block(cs, cr, *rcount, t, o, c, NULL);
+                 : gmpi_reduce_scatter_block(cs, cr, *rcount, t, o, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -121,7 +121,7 @@ static void f_alltoall(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *r
     MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
     int rc = !gmpi_enabled || gmpi_inside
                  ? PMPI_Alltoall(cs, *sc, cst, cr, *rc_, crt, c)
-                 : gmpi_alltoall(cs, *sc, cst, cr, *rc_, crt, c, NULL);
+                 : gmpi_alltoall(cs, *sc, cst, cr, *rc_, crt, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -129,7 +129,7 @@ static void f_barrier(MPI_Fint *comm, MPI_Fint *ierr)
 {
     gmpi_init_once();
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    int rc = !gmpi_enabled || gmpi_inside ? PMPI_Barrier(c) : gmpi_barrier(c, NULL);
+    int rc = !gmpi_enabled || gmpi_inside ? PMPI_Barrier(c) : gmpi_barrier(c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
