@@ -9,7 +9,8 @@
  *               Open MPI 4.1's MPIX_ forms
  *   request.c   nonblocking and persistent requests: generalized requests,
  *               proxy receives, wrapped waits and starts
- *   fortran.c   mpif.h / use mpi / use mpi_f08 entry points
+ *   fortran.c   mpif.h / use mpi / use mpi_f08 entry points of the collectives
+ *   fortran_wait.c  Fortran's MPI_WAIT family, ahead of the MPI's own
  *   report.c    counters, GCOLL_MPI_REPORT, fallback reasons
  */
 #ifndef GCOLL_MPI_INT_H
@@ -101,6 +102,17 @@ int gmpi_request_wrap(gcoll_request_t greq, MPI_Comm comm, gmpi_fn_t fn, MPI_Req
  * wrapped MPI_Start/MPI_Startall start it, MPI_Request_free frees both. */
 int gmpi_request_wrap_persistent(gcoll_request_t greq, MPI_Comm comm, gmpi_fn_t fn,
                                  MPI_Request *req);
+/* For the wait family, C (request.c) and Fortran (fortran.c): advance ours
+ * among reqs once, returning how many of ours are not done yet; advance
+ * them until all are done (MPI's progress poked meanwhile); whether any of
+ * reqs is ours; yield the core in a polling loop. */
+size_t gmpi_requests_progress(int n, const MPI_Request reqs[]);
+void gmpi_requests_finish(int n, const MPI_Request reqs[]);
+int gmpi_requests_any_ours(int n, const MPI_Request reqs[]);
+void gmpi_requests_yield(void);
+/* Before MPI frees req: finish it if it is ours and active, and drop our
+ * part of a persistent one (a generalized request's goes with its handle). */
+void gmpi_request_release(MPI_Request req);
 /* Drive a blocking call's libgcoll request to completion, keeping MPI's own
  * progress going; returns its status. */
 gcoll_status_t gmpi_wait_gcoll(gcoll_request_t *greq);

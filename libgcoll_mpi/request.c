@@ -34,9 +34,9 @@
  *   peers waiting on them (rendezvous sends), keep moving: no deadlock
  *   between MPI's progress and libgcoll's.  The same loop drives the
  *   blocking collectives libgcoll serves (gmpi_wait_gcoll).
- * - Fortran's MPI_WAIT calls PMPI_Wait directly, so Fortran's nonblocking
- *   collectives are not intercepted (they go to MPI): a request of ours is
- *   only ever waited for through the C calls wrapped here. */
+ * - Fortran's MPI_WAIT & co. call PMPI_Wait directly, so fortran.c wraps
+ *   the Fortran symbols too, with the helpers gmpi_requests_* of this file,
+ *   then hands the call to the MPI's own Fortran function. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -282,9 +282,9 @@ gcoll_status_t gmpi_wait_gcoll(gcoll_request_t *greq)
 
 /* Our not-yet-done requests among reqs: advance each once.  Returns how
  * many of ours are still not done (0 if none of them is ours). */
-static size_t progress_array(int n, MPI_Request reqs[])
+size_t gmpi_requests_progress(int n, const MPI_Request reqs[])
 {
-    if (__atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return 0;
+    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return 0;
     size_t pending = 0;
     for (int i = 0; i < n; i++) {
         wrap_t *w = lookup(reqs[i]);
@@ -295,99 +295,113 @@ static size_t progress_array(int n, MPI_Request reqs[])
     return pending;
 }
 
+/* Advance ours among reqs until every one of them is done; MPI's progress
+ * and the yield join in as gmpi_wait_gcoll's do. */
+void gmpi_requests_finish(int n, const MPI_Request reqs[])
+{
+    for (unsigned iter = 0; gmpi_requests_progress(n, reqs); iter++)
+        if (iter >= 64 && (iter & 7) == 7) poke_mpi(iter);
+}
+
+int gmpi_requests_any_ours(int n, const MPI_Request reqs[])
+{
+    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return 0;
+    for (int i = 0; i < n; i++)
+        if (lookup(reqs[i])) return 1;
+    return 0;
+}
+
+void gmpi_requests_yield(void)
+{
+    sched_yield();
+}
+
+/* Freeing an active request of ours: the collective still has to run (its
+ * peers take part), so finish it here; then a persistent one's part is
+ * dropped here, a generalized request's by its free_fn when MPI frees the
+ * handle, which the caller does next. */
+void gmpi_request_release(MPI_Request req)
+{
+    wrap_t *w = lookup(req);
+    if (!w) return;
+    for (unsigned iter = 0; !w->done; iter++) {
+        progress_one(w);
+        if (!w->done && (iter & 63) == 63) poke_mpi(iter);
+    }
+    if (!w->persistent) return;
+    table_remove(w);
+    gmpi_inside++;
+    gcoll_request_free(&w->g);
+    gmpi_inside--;
+    tag_put(w->tag);   /* its receive is inactive: a new one may take the tag */
+    free(w);
+}
+
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
-    wrap_t *w = req ? lookup(*req) : NULL;
-    if (w)
-        for (unsigned iter = 0; !w->done; iter++) {
-            progress_one(w);
-            if (!w->done && (iter & 63) == 63) poke_mpi(iter);
-        }
+    if (req) gmpi_requests_finish(1, req);
     return PMPI_Wait(req, status);
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
-    wrap_t *w = req ? lookup(*req) : NULL;
-    if (w) progress_one(w);
+    if (req) gmpi_requests_progress(1, req);
     return PMPI_Test(req, flag, status);
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
-    if (reqs && n > 0)
-        for (unsigned iter = 0; progress_array(n, reqs); iter++)
-            if ((iter & 7) == 7) poke_mpi(iter / 8);
+    gmpi_requests_finish(n, reqs);
     return PMPI_Waitall(n, reqs, statuses);
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
-    if (reqs && n > 0) progress_array(n, reqs);
+    gmpi_requests_progress(n, reqs);
     return PMPI_Testall(n, reqs, flag, statuses);
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *idx, int *flag, MPI_Status *status)
 {
-    if (reqs && n > 0) progress_array(n, reqs);
+    gmpi_requests_progress(n, reqs);
     return PMPI_Testany(n, reqs, idx, flag, status);
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status statuses[])
 {
-    if (reqs && n > 0) progress_array(n, reqs);
+    gmpi_requests_progress(n, reqs);
     return PMPI_Testsome(n, reqs, outcount, idx, statuses);
 }
 
-/* Any/some: test everything (ours advanced first) until something is done. */
+/* Any/some: test everything (ours advanced first) until something is done;
+ * once none of ours is pending, MPI's own wait takes over. */
 int MPI_Waitany(int n, MPI_Request reqs[], int *idx, MPI_Status *status)
 {
-    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0)
-        return PMPI_Waitany(n, reqs, idx, status);
+    if (!gmpi_requests_any_ours(n, reqs)) return PMPI_Waitany(n, reqs, idx, status);
     for (unsigned iter = 0;; iter++) {
         int flag = 0;
-        size_t ours = progress_array(n, reqs);
+        size_t ours = gmpi_requests_progress(n, reqs);
         int rc = PMPI_Testany(n, reqs, idx, &flag, status);
         if (rc != MPI_SUCCESS || flag) return rc;
-        if (!ours && !progress_array(n, reqs)) return PMPI_Waitany(n, reqs, idx, status);
+        if (!ours && !gmpi_requests_progress(n, reqs)) return PMPI_Waitany(n, reqs, idx, status);
         if (iter >= 1024) sched_yield();
     }
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status statuses[])
 {
-    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0)
-        return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
+    if (!gmpi_requests_any_ours(n, reqs)) return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
     for (unsigned iter = 0;; iter++) {
-        progress_array(n, reqs);
+        gmpi_requests_progress(n, reqs);
         int rc = PMPI_Testsome(n, reqs, outcount, idx, statuses);
         if (rc != MPI_SUCCESS || *outcount != 0) return rc;
         if (iter >= 1024) sched_yield();
     }
 }
 
-/* Freeing an active request of ours: the collective still has to run (its
- * peers take part), so finish it here, then let MPI free the handle (a
- * generalized request's free_fn drops our part; a persistent one's is
- * dropped here). */
 int MPI_Request_free(MPI_Request *req)
 {
-    wrap_t *w = req ? lookup(*req) : NULL;
-    if (w)
-        for (unsigned iter = 0; !w->done; iter++) {
-            progress_one(w);
-            if (!w->done && (iter & 63) == 63) poke_mpi(iter);
-        }
-    if (w && w->persistent) {
-        table_remove(w);
-        gmpi_inside++;
-        gcoll_request_free(&w->g);
-        gmpi_inside--;
-        int rc = PMPI_Request_free(req);
-        tag_put(w->tag);
-        free(w);
-        return rc;
-    }
+    if (req) gmpi_request_release(*req);
     return PMPI_Request_free(req);
 }
 
@@ -419,13 +433,7 @@ int MPI_Start(MPI_Request *req)
  * gives them on every rank (ours by gcoll_start, MPI's by PMPI_Start). */
 int MPI_Startall(int n, MPI_Request reqs[])
 {
-    int ours = 0;
-    if (reqs && n > 0 && __atomic_load_n(&n_out, __ATOMIC_RELAXED) != 0)
-        for (int i = 0; i < n && !ours; i++) {
-            wrap_t *w = lookup(reqs[i]);
-            ours = w && w->persistent;
-        }
-    if (!ours) return PMPI_Startall(n, reqs);
+    if (!gmpi_requests_any_ours(n, reqs)) return PMPI_Startall(n, reqs);
     for (int i = 0; i < n; i++) {
         wrap_t *w = lookup(reqs[i]);
         int rc = w && w->persistent ? start_one(w, &reqs[i]) : PMPI_Start(&reqs[i]);
@@ -436,7 +444,6 @@ int MPI_Startall(int n, MPI_Request reqs[])
 
 int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status)
 {
-    wrap_t *w = lookup(req);
-    if (w) progress_one(w);
+    gmpi_requests_progress(1, &req);
     return PMPI_Request_get_status(req, flag, status);
 }
