@@ -6,7 +6,8 @@
  *
  * A call is taken in two steps.  prep_<coll> decides: it uses only what
  * every rank of a correct program passes alike (communicator, datatype, op,
- * count, root, MPI_IN_PLACE), so every rank decides alike, and fills a
+ * count, root, MPI_IN_PLACE) and the sizes libgcoll's selection leaves to
+ * MPI on that communicator (decide.c), so every rank decides alike, and fills a
  * call_t with libgcoll's arguments; a rank-local defect (a NULL buffer)
  * makes that rank hand its call to MPI, whose error handler then reports it
  * as it would without this library.  serve() then posts the call_t in the
@@ -139,7 +140,9 @@ static const char *prep_allreduce(const void *s, void *r, int count, MPI_Datatyp
                                   MPI_Comm c, call_t *a)
 {
     const char *why = count <= 0 ? why_count : gmpi_map_reduce(t, op, &a->dt, &a->op);
-    a->g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_ALLREDUCE, (size_t)count * gcoll_dtype_size(a->dt));
     if (!why && (!r || !s)) why = why_null;
     if (why) return why;
     a->coll = GMPI_ALLREDUCE;
@@ -179,7 +182,9 @@ static const char *prep_reduce(const void *s, void *r, int count, MPI_Datatype t
                                int root, MPI_Comm c, call_t *a)
 {
     const char *why = count <= 0 ? why_count : gmpi_map_reduce(t, op, &a->dt, &a->op);
-    a->g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_REDUCE, (size_t)count * gcoll_dtype_size(a->dt));
     if (why) return why;
     int rank = 0, size = 0;
     gcoll_comm_rank(a->g, &rank);
@@ -227,7 +232,9 @@ static const char *prep_bcast(void *b, int count, MPI_Datatype t, int root, MPI_
 {
     size_t esz = 0;
     const char *why = count <= 0 ? why_count : gmpi_map_bytes(t, &esz);
-    a->g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_BCAST, (size_t)count * esz);
     if (why) return why;
     int size = 0;
     gcoll_comm_size(a->g, &size);
@@ -275,7 +282,9 @@ static const char *prep_allgather(const void *s, int sc, MPI_Datatype st, void *
         why = sc <= 0 ? why_count : gmpi_map_bytes(st, &ssz);
         if (!why && (size_t)sc * ssz != (size_t)rc * rsz) why = why_sizes;
     }
-    a->g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_ALLGATHER, (size_t)rc * rsz);
     if (!why && (!r || !s)) why = why_null;
     if (why) return why;
     a->coll = GMPI_ALLGATHER;
@@ -326,7 +335,10 @@ static const char *prep_reduce_scatter_block(const void *s, void *r, int rc, MPI
      * form writes the result over block rank: that would need a copy of the
      * block (host memory only), so MPI takes these calls. */
     if (!why && s == MPI_IN_PLACE) why = why_inplace_rsb;
-    a->g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why)
+        why = gmpi_size_decide(e, GMPI_REDUCE_SCATTER_BLOCK, (size_t)rc * gcoll_dtype_size(a->dt));
     if (!why && (!r || !s)) why = why_null;
     if (why) return why;
     a->coll = GMPI_REDUCE_SCATTER_BLOCK;
@@ -373,7 +385,9 @@ static const char *prep_alltoall(const void *s, int sc, MPI_Datatype st, void *r
         why = sc <= 0 ? why_count : gmpi_map_bytes(st, &ssz);
         if (!why && (size_t)sc * ssz != (size_t)rc * rsz) why = why_sizes;
     }
-    a->g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_ALLTOALL, (size_t)rc * rsz);
     if (!why && (!r || !s)) why = why_null;
     if (why) return why;
     a->coll = GMPI_ALLTOALL;
@@ -415,7 +429,9 @@ int gmpi_barrier(MPI_Comm c, gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
 {
     call_t a = { .coll = GMPI_BARRIER };
     const char *why = NULL;
-    a.g = gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = gmpi_comm_get(c, &why);
+    a.g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_BARRIER, 0);
     SERVE_OR(GMPI_BARRIER, mode, why, a, c, req,
              mode == GMPI_BLOCKING ? PMPI_Barrier(c) :
              P_INIT(Barrier, c, info, req)

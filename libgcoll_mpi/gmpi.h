@@ -70,10 +70,20 @@ extern __thread int gmpi_inside __attribute__((tls_model("initial-exec")));
 /* One-time set-up (env, keyvals); cheap after the first call. */
 void gmpi_init_once(void);
 
-/* The libgcoll communicator for comm, created on first use (collective:
+/* What the drop-in keeps of a communicator it serves: the libgcoll
+ * communicator, and the byte ranges per collective in which libgcoll's
+ * selection hands the call to MPI (decide.c; the same on every rank). */
+#define GMPI_MAX_RANGES 16
+typedef struct {
+    gcoll_comm_t g;
+    int          n_mpi[GMPI_NCOLL];
+    size_t       mpi_lo[GMPI_NCOLL][GMPI_MAX_RANGES], mpi_hi[GMPI_NCOLL][GMPI_MAX_RANGES];
+} gmpi_comm_t;
+
+/* comm's entry, its libgcoll communicator created on first use (collective:
  * every rank of comm reaches here in the same call); NULL with *why set
  * when libgcoll cannot serve comm (intercommunicator, creation failed). */
-gcoll_comm_t gmpi_comm_get(MPI_Comm comm, const char **why);
+const gmpi_comm_t *gmpi_comm_get(MPI_Comm comm, const char **why);
 
 /* Destroy every libgcoll communicator and print the report (idempotent);
  * run by MPI_Finalize through the attribute on MPI_COMM_SELF. */
@@ -86,6 +96,13 @@ const char *gmpi_map_reduce(MPI_Datatype type, MPI_Op op, gcoll_dtype_t *dt, gco
 const char *gmpi_map_bytes(MPI_Datatype type, size_t *size);
 /* Set up the type tables (after MPI_Init). */
 void gmpi_types_init(void);
+/* Size: NULL when libgcoll's selection keeps a call of bytes (count x
+ * element size, as libgcoll counts them: per rank's block for allgather,
+ * reduce_scatter_block, alltoall; 0 for barrier) on e, else the reason to
+ * leave it to MPI.  Read from e's ranges only: alike on every rank. */
+const char *gmpi_size_decide(const gmpi_comm_t *e, gmpi_coll_t coll, size_t bytes);
+/* Fill e's ranges from libgcoll's selection (at e's creation). */
+void gmpi_sizes_load(gmpi_comm_t *e, MPI_Comm comm);
 
 /* ---- report (report.c) ---- */
 void gmpi_count_served(gmpi_fn_t fn);

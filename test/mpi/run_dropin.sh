@@ -10,6 +10,11 @@
 #            GCOLL_MPI=off run must report nothing
 #   thread   the preloaded run again with GCOLL_PROGRESS=thread (2 ranks; the
 #            drop-in's default is caller)
+#   sizes    the preloaded run again (2 ranks) with a stand-in for libgcoll's
+#            proposed gcoll_comm_mpi_ranges (test/mpi/dropin_ranges_stub.c)
+#            saying MPI is faster for allreduce at every size, bcast below 64
+#            bytes, barrier, and failing for reduce: the same digests, those
+#            calls left to MPI (every form), the others served
 #   bad      erroneous calls under MPI_ERRORS_RETURN: the same error classes
 #            as plain MPI, then a correct call
 #   fortran  `use mpi` and `use mpi_f08` programs (when built): pass without
@@ -79,6 +84,9 @@ result() {   # NAME OK WHY FILES...
 served() {   # FILE FUNCTION: the served count in FILE's report (empty if none)
     sed -n "s/^gcoll_mpi: $2 served=\([0-9]*\) fallback=[0-9]*$/\1/p" "$tmp/$1" | head -1
 }
+fallbacks() {   # FILE FUNCTION: the fallback count in FILE's report (empty if none)
+    sed -n "s/^gcoll_mpi: $2 served=[0-9]* fallback=\([0-9]*\)$/\1/p" "$tmp/$1" | head -1
+}
 
 FUNCS="MPI_Allreduce MPI_Reduce MPI_Bcast MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall
        MPI_Barrier MPI_Iallreduce MPI_Ireduce MPI_Ibcast MPI_Iallgather MPI_Ireduce_scatter_block
@@ -124,6 +132,31 @@ for np in 1 2 3; do
 done
 run thread2 2 "${PRE[@]}" -x GCOLL_MPI_REPORT=1 -x GCOLL_PROGRESS=thread -- "$PROG"
 check_c "thread np=2" 2 thread2
+
+STUB=$PWD/test/mpi/.libs/libdropin_ranges_stub.so
+if [ -f "$STUB" ]; then
+    run sizes2 2 -x "LD_PRELOAD=$STUB $LIB" -x "LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        -x GCOLL_MPI_REPORT=1 -x "DROPIN_STUB_RANGES=allreduce=0-inf;bcast=0-64;barrier=0-1;reduce=error" \
+        -- "$PROG"
+    ok=1; why=""
+    { [ "$(cat "$tmp/sizes2.rc")" = 0 ] && grep -q "^dropin: .* 0 failed" "$tmp/sizes2"; } || { ok=0; why="failed;"; }
+    grep '^digest' "$tmp/plain2" >"$tmp/d.plain2"
+    grep '^digest' "$tmp/sizes2" | cmp -s - "$tmp/d.plain2" || { ok=0; why="$why digests differ from plain MPI;"; }
+    pre=$(sed -n 's/^persistent: //p' "$tmp/plain2" | head -1)
+    for fn in MPI_Allreduce MPI_Iallreduce MPI_Barrier MPI_Ibarrier ${pre}Allreduce_init ${pre}Barrier_init; do
+        case $fn in none*) continue ;; esac
+        [ "$(served sizes2 "$fn")" = 0 ] || { ok=0; why="$why $fn served=$(served sizes2 "$fn"), want 0;"; }
+    done
+    for fn in MPI_Bcast MPI_Reduce MPI_Allgather MPI_Ireduce MPI_Ibcast; do
+        [ "$(served sizes2 "$fn")" -gt 0 ] 2>/dev/null || { ok=0; why="$why $fn not served;"; }
+    done
+    [ "$(fallbacks sizes2 MPI_Bcast)" -gt "$(fallbacks on2 MPI_Bcast)" ] 2>/dev/null ||
+        { ok=0; why="$why no small MPI_Bcast left to MPI;"; }
+    grep -q "gcoll_mpi: WARN gcoll_comm_mpi_ranges(reduce)" "$tmp/sizes2" || { ok=0; why="$why no WARN for the failing call;"; }
+    result "sizes from the selection (stand-in) np=2" "$ok" "$why" sizes2
+else
+    echo "SKIP: sizes ($STUB not built)"
+fi
 
 run badplain 2 -- "$PROG" badinput
 run badon 2 "${PRE[@]}" -x GCOLL_MPI_REPORT=1 -- "$PROG" badinput
