@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The C interposers: MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather,
- * MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Barrier and their MPI_I*
- * forms.  Each either serves the call with libgcoll or passes it to PMPI_*
- * unchanged.  The decision uses only what every rank of a correct program
- * passes alike (communicator, datatype, op, count, root, MPI_IN_PLACE), so
- * every rank decides alike; a rank-local defect (a NULL buffer) makes that
- * rank hand its call to MPI, whose error handler then reports it as it
- * would without this library.
+/* The collectives: MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Allgather,
+ * MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Barrier, in each form
+ * (blocking, MPI_I*, persistent *_init: gmpi_mode_t).  Each call either is
+ * served by libgcoll or passes to PMPI_* unchanged.
  *
- * A served call is posted as a libgcoll request (gcoll_i*) and, if
- * blocking, driven to completion by gmpi_wait_gcoll, which keeps MPI's own
- * progress going (see request.c).  libgcoll's argument refusals at post
- * (GCOLL_ERR_INVALID_ARG, GCOLL_ERR_NOT_SUPPORTED: nothing was sent) fall
- * back to MPI; a failure after communication began goes to the
- * communicator's MPI error handler as MPI_ERR_OTHER, with libgcoll's
- * sentence on stderr. */
+ * A call is taken in two steps.  prep_<coll> decides: it uses only what
+ * every rank of a correct program passes alike (communicator, datatype, op,
+ * count, root, MPI_IN_PLACE) and the sizes libgcoll's selection leaves to
+ * MPI on that communicator (decide.c), so every rank decides alike, and fills a
+ * call_t with libgcoll's arguments; a rank-local defect (a NULL buffer)
+ * makes that rank hand its call to MPI, whose error handler then reports it
+ * as it would without this library.  serve() then posts the call_t in the
+ * form asked: gcoll_i<coll> (blocking: then driven to completion by
+ * gmpi_wait_gcoll, which keeps MPI's own progress going; nonblocking:
+ * wrapped in a generalized request) or gcoll_<coll>_init (persistent:
+ * wrapped in a persistent request), see request.c.
+ *
+ * libgcoll's argument refusals at post (GCOLL_ERR_INVALID_ARG,
+ * GCOLL_ERR_NOT_SUPPORTED: nothing was sent) fall back to MPI; a failure
+ * after communication began goes to the communicator's MPI error handler
+ * as MPI_ERR_OTHER, with libgcoll's sentence on stderr.  The C entry
+ * points of the blocking and MPI_I* forms are here, the persistent ones in
+ * persist.c, the Fortran ones in fortran.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include "gmpi.h"
@@ -29,6 +36,20 @@ static const char *const why_inplace_a2a = "MPI_IN_PLACE alltoall";
 static const char *const why_inplace_rsb = "MPI_IN_PLACE reduce_scatter_block";
 static const char *const why_inplace_nonroot = "MPI_IN_PLACE on a non-root rank";
 static const char *const why_declined = "libgcoll refused the arguments";
+static const char *const why_norequest = "request argument NULL";
+
+/* A served call: libgcoll's arguments, as prep_<coll> worked them out.
+ * Data movement is in bytes (GCOLL_UINT8). */
+typedef struct {
+    gmpi_coll_t   coll;
+    const void   *s;
+    void         *r;
+    size_t        count;
+    gcoll_dtype_t dt;
+    gcoll_op_t    op;
+    int           root;
+    gcoll_comm_t  g;
+} call_t;
 
 static int failed(MPI_Comm c, gmpi_fn_t fn)
 {
@@ -37,286 +58,395 @@ static int failed(MPI_Comm c, gmpi_fn_t fn)
     return MPI_ERR_OTHER;
 }
 
-/* Finish a posted libgcoll call: wrap it (nonblocking) or wait for it. */
-static int finish(gcoll_request_t greq, MPI_Comm c, gmpi_fn_t fn, MPI_Request *req)
+static gcoll_status_t post(const call_t *a, int persistent, gcoll_request_t *q)
 {
-    gmpi_count_served(fn);
-    if (req) return gmpi_request_wrap(greq, c, fn, req);
-    if (gmpi_wait_gcoll(&greq) != GCOLL_SUCCESS) return failed(c, fn);
-    return MPI_SUCCESS;
+    switch (a->coll) {
+    case GMPI_ALLREDUCE:
+        return persistent ? gcoll_allreduce_init(a->s, a->r, a->count, a->dt, a->op, a->g, q)
+                          : gcoll_iallreduce(a->s, a->r, a->count, a->dt, a->op, a->g, q);
+    case GMPI_REDUCE:
+        return persistent ? gcoll_reduce_init(a->s, a->r, a->count, a->dt, a->op, a->root, a->g, q)
+                          : gcoll_ireduce(a->s, a->r, a->count, a->dt, a->op, a->root, a->g, q);
+    case GMPI_BCAST:
+        return persistent ? gcoll_bcast_init(a->r, a->count, a->dt, a->root, a->g, q)
+                          : gcoll_ibcast(a->r, a->count, a->dt, a->root, a->g, q);
+    case GMPI_ALLGATHER:
+        return persistent ? gcoll_allgather_init(a->s, a->r, a->count, a->dt, a->g, q)
+                          : gcoll_iallgather(a->s, a->r, a->count, a->dt, a->g, q);
+    case GMPI_REDUCE_SCATTER_BLOCK:
+        return persistent ? gcoll_reduce_scatter_init(a->s, a->r, a->count, a->dt, a->op, a->g, q)
+                          : gcoll_ireduce_scatter(a->s, a->r, a->count, a->dt, a->op, a->g, q);
+    case GMPI_ALLTOALL:
+        return persistent ? gcoll_alltoall_init(a->s, a->r, a->count, a->dt, a->g, q)
+                          : gcoll_ialltoall(a->s, a->r, a->count, a->dt, a->g, q);
+    case GMPI_BARRIER:
+        return persistent ? gcoll_barrier_init(a->g, q) : gcoll_ibarrier(a->g, q);
+    default:
+        return GCOLL_ERR_INTERNAL;
+    }
 }
 
-/* Post refused: refusals at post are argument checks, alike on every rank
- * for alike arguments, and nothing was sent, so MPI can take the call. */
-#define POSTED(st, fn, c, req, fallback)                                          \
+/* Post a decided call in its form.  Returns 1 with the MPI code in *rc when
+ * libgcoll took it; 0 when it refused at post (counted as a fallback: the
+ * caller hands the call to MPI). */
+static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req, int *rc)
+{
+    gmpi_fn_t fn = GMPI_FN(a->coll, mode);
+    int persistent = mode == GMPI_PERSISTENT || mode == GMPI_PERSISTENT_X;
+    gcoll_request_t greq = GCOLL_REQUEST_NULL;
+    gmpi_inside++;
+    gcoll_status_t st = post(a, persistent, &greq);
+    gmpi_inside--;
+    if (st == GCOLL_ERR_INVALID_ARG || st == GCOLL_ERR_NOT_SUPPORTED) {
+        gmpi_count_fallback(fn, why_declined);
+        return 0;
+    }
+    if (st != GCOLL_SUCCESS) {
+        *rc = failed(c, fn);
+        return 1;
+    }
+    gmpi_count_served(fn);
+    if (persistent) *rc = gmpi_request_wrap_persistent(greq, c, fn, req);
+    else if (mode == GMPI_NONBLOCKING) *rc = gmpi_request_wrap(greq, c, fn, req);
+    else *rc = gmpi_wait_gcoll(&greq) == GCOLL_SUCCESS ? MPI_SUCCESS : failed(c, fn);
+    return 1;
+}
+
+/* The common tail of every collective: serve a decided call, or count the
+ * reason and leave it to MPI (the caller's fallback expression, FB). */
+#define SERVE_OR(coll, mode, why, a, c, req, FB)                                  \
     do {                                                                          \
-        if ((st) == GCOLL_ERR_INVALID_ARG || (st) == GCOLL_ERR_NOT_SUPPORTED) {   \
-            gmpi_count_fallback(fn, why_declined);                                \
-            return fallback;                                                      \
-        }                                                                         \
-        if ((st) != GCOLL_SUCCESS) return failed(c, fn);                          \
-        return finish(greq, c, fn, req);                                          \
+        int rc_;                                                                  \
+        if (!(why) && (mode) != GMPI_BLOCKING && !(req)) (why) = why_norequest;   \
+        if (!(why) && serve(&(a), mode, c, req, &rc_)) return rc_;                \
+        if (why) gmpi_count_fallback(GMPI_FN(coll, mode), why);                   \
+        return FB;                                                                \
     } while (0)
 
+/* The fallback of each form.  MPI_Info is passed on to the persistent ones. */
+#if GMPI_HAVE_PERSISTENT
+#define P_INIT(name, ...) mode == GMPI_PERSISTENT ? PMPI_##name##_init(__VA_ARGS__) :
+#else
+#define P_INIT(name, ...)
+#endif
+#if GMPI_HAVE_PERSISTENT_X
+#define PX_INIT(name, ...) mode == GMPI_PERSISTENT_X ? PMPIX_##name##_init(__VA_ARGS__) :
+#else
+#define PX_INIT(name, ...)
+#endif
+
 /* ---- allreduce ---- */
-int gmpi_allreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, MPI_Comm c,
-                   MPI_Request *req)
+static const char *prep_allreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op,
+                                  MPI_Comm c, call_t *a)
 {
-    gmpi_fn_t fn = req ? GMPI_IALLREDUCE : GMPI_ALLREDUCE;
-#define FB (req ? PMPI_Iallreduce(s, r, count, t, op, c, req) : PMPI_Allreduce(s, r, count, t, op, c))
-    gcoll_dtype_t dt;
-    gcoll_op_t gop;
-    const char *why = count <= 0 ? why_count : gmpi_map_reduce(t, op, &dt, &gop);
-    gcoll_comm_t g = why ? NULL : gmpi_comm_get(c, &why);
+    const char *why = count <= 0 ? why_count : gmpi_map_reduce(t, op, &a->dt, &a->op);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_ALLREDUCE, (size_t)count * gcoll_dtype_size(a->dt));
     if (!why && (!r || !s)) why = why_null;
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    if (s == MPI_IN_PLACE) s = r;
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_iallreduce(s, r, (size_t)count, dt, gop, g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    if (why) return why;
+    a->coll = GMPI_ALLREDUCE;
+    a->s = s == MPI_IN_PLACE ? r : s;
+    a->r = r;
+    a->count = (size_t)count;
+    return NULL;
+}
+
+int gmpi_allreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                   gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
+{
+    call_t a;
+    const char *why = prep_allreduce(s, r, count, t, op, c, &a);
+    SERVE_OR(GMPI_ALLREDUCE, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Allreduce(s, r, count, t, op, c) :
+             P_INIT(Allreduce, s, r, count, t, op, c, info, req)
+             PX_INIT(Allreduce, s, r, count, t, op, c, info, req)
+             PMPI_Iallreduce(s, r, count, t, op, c, req));
 }
 
 int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Allreduce(s, r, count, t, op, c);
-    return gmpi_allreduce(s, r, count, t, op, c, NULL);
+    return gmpi_allreduce(s, r, count, t, op, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Iallreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, MPI_Comm c,
                    MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Iallreduce(s, r, count, t, op, c, req);
-    return gmpi_allreduce(s, r, count, t, op, c, req);
+    if (PASS_THROUGH()) return PMPI_Iallreduce(s, r, count, t, op, c, req);
+    return gmpi_allreduce(s, r, count, t, op, c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }
 
 /* ---- reduce ---- */
-int gmpi_reduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, int root,
-                MPI_Comm c, MPI_Request *req)
+static const char *prep_reduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op,
+                               int root, MPI_Comm c, call_t *a)
 {
-    gmpi_fn_t fn = req ? GMPI_IREDUCE : GMPI_REDUCE;
-#define FB (req ? PMPI_Ireduce(s, r, count, t, op, root, c, req) \
-                : PMPI_Reduce(s, r, count, t, op, root, c))
-    gcoll_dtype_t dt;
-    gcoll_op_t gop;
-    const char *why = count <= 0 ? why_count : gmpi_map_reduce(t, op, &dt, &gop);
-    gcoll_comm_t g = why ? NULL : gmpi_comm_get(c, &why);
+    const char *why = count <= 0 ? why_count : gmpi_map_reduce(t, op, &a->dt, &a->op);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_REDUCE, (size_t)count * gcoll_dtype_size(a->dt));
+    if (why) return why;
     int rank = 0, size = 0;
-    if (!why) {
-        gcoll_comm_rank(g, &rank);
-        gcoll_comm_size(g, &size);
-        if (root < 0 || root >= size) why = why_root;
-        else if (!s || (rank == root && !r)) why = why_null;
-        else if (s == MPI_IN_PLACE && rank != root) why = why_inplace_nonroot;
-    }
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    if (s == MPI_IN_PLACE) s = r;
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_ireduce(s, rank == root ? r : NULL, (size_t)count, dt, gop, root,
-                                      g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    gcoll_comm_rank(a->g, &rank);
+    gcoll_comm_size(a->g, &size);
+    if (root < 0 || root >= size) return why_root;
+    if (!s || (rank == root && !r)) return why_null;
+    if (s == MPI_IN_PLACE && rank != root) return why_inplace_nonroot;
+    a->coll = GMPI_REDUCE;
+    a->s = s == MPI_IN_PLACE ? r : s;
+    a->r = rank == root ? r : NULL;
+    a->count = (size_t)count;
+    a->root = root;
+    return NULL;
+}
+
+int gmpi_reduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, int root,
+                MPI_Comm c, gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
+{
+    call_t a;
+    const char *why = prep_reduce(s, r, count, t, op, root, c, &a);
+    SERVE_OR(GMPI_REDUCE, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Reduce(s, r, count, t, op, root, c) :
+             P_INIT(Reduce, s, r, count, t, op, root, c, info, req)
+             PX_INIT(Reduce, s, r, count, t, op, root, c, info, req)
+             PMPI_Ireduce(s, r, count, t, op, root, c, req));
 }
 
 int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, int root,
                MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Reduce(s, r, count, t, op, root, c);
-    return gmpi_reduce(s, r, count, t, op, root, c, NULL);
+    return gmpi_reduce(s, r, count, t, op, root, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Ireduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, int root,
                 MPI_Comm c, MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Ireduce(s, r, count, t, op, root, c, req);
-    return gmpi_reduce(s, r, count, t, op, root, c, req);
+    if (PASS_THROUGH()) return PMPI_Ireduce(s, r, count, t, op, root, c, req);
+    return gmpi_reduce(s, r, count, t, op, root, c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }
 
-/* ---- bcast ---- */
-int gmpi_bcast(void *b, int count, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *req)
+/* ---- bcast (bytes) ---- */
+static const char *prep_bcast(void *b, int count, MPI_Datatype t, int root, MPI_Comm c,
+                              call_t *a)
 {
-    gmpi_fn_t fn = req ? GMPI_IBCAST : GMPI_BCAST;
-#define FB (req ? PMPI_Ibcast(b, count, t, root, c, req) : PMPI_Bcast(b, count, t, root, c))
     size_t esz = 0;
     const char *why = count <= 0 ? why_count : gmpi_map_bytes(t, &esz);
-    gcoll_comm_t g = why ? NULL : gmpi_comm_get(c, &why);
-    if (!why) {
-        int size = 0;
-        gcoll_comm_size(g, &size);
-        if (root < 0 || root >= size) why = why_root;
-        else if (!b) why = why_null;
-    }
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_ibcast(b, (size_t)count * esz, GCOLL_UINT8, root, g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_BCAST, (size_t)count * esz);
+    if (why) return why;
+    int size = 0;
+    gcoll_comm_size(a->g, &size);
+    if (root < 0 || root >= size) return why_root;
+    if (!b) return why_null;
+    a->coll = GMPI_BCAST;
+    a->s = a->r = b;
+    a->count = (size_t)count * esz;
+    a->dt = GCOLL_UINT8;
+    a->root = root;
+    return NULL;
+}
+
+int gmpi_bcast(void *b, int count, MPI_Datatype t, int root, MPI_Comm c, gmpi_mode_t mode,
+               MPI_Info info, MPI_Request *req)
+{
+    call_t a;
+    const char *why = prep_bcast(b, count, t, root, c, &a);
+    SERVE_OR(GMPI_BCAST, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Bcast(b, count, t, root, c) :
+             P_INIT(Bcast, b, count, t, root, c, info, req)
+             PX_INIT(Bcast, b, count, t, root, c, info, req)
+             PMPI_Ibcast(b, count, t, root, c, req));
 }
 
 int MPI_Bcast(void *b, int count, MPI_Datatype t, int root, MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Bcast(b, count, t, root, c);
-    return gmpi_bcast(b, count, t, root, c, NULL);
+    return gmpi_bcast(b, count, t, root, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Ibcast(void *b, int count, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Ibcast(b, count, t, root, c, req);
-    return gmpi_bcast(b, count, t, root, c, req);
+    if (PASS_THROUGH()) return PMPI_Ibcast(b, count, t, root, c, req);
+    return gmpi_bcast(b, count, t, root, c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }
 
 /* ---- allgather (bytes) ---- */
-int gmpi_allgather(const void *s, int sc, MPI_Datatype st_, void *r, int rc, MPI_Datatype rt,
-                   MPI_Comm c, MPI_Request *req)
+static const char *prep_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc,
+                                  MPI_Datatype rt, MPI_Comm c, call_t *a)
 {
-    gmpi_fn_t fn = req ? GMPI_IALLGATHER : GMPI_ALLGATHER;
-#define FB (req ? PMPI_Iallgather(s, sc, st_, r, rc, rt, c, req) \
-                : PMPI_Allgather(s, sc, st_, r, rc, rt, c))
     size_t rsz = 0, ssz = 0;
     const char *why = rc <= 0 ? why_count : gmpi_map_bytes(rt, &rsz);
     if (!why && s != MPI_IN_PLACE) {
-        why = sc <= 0 ? why_count : gmpi_map_bytes(st_, &ssz);
+        why = sc <= 0 ? why_count : gmpi_map_bytes(st, &ssz);
         if (!why && (size_t)sc * ssz != (size_t)rc * rsz) why = why_sizes;
     }
-    gcoll_comm_t g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_ALLGATHER, (size_t)rc * rsz);
     if (!why && (!r || !s)) why = why_null;
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    size_t bytes = (size_t)rc * rsz;
+    if (why) return why;
+    a->coll = GMPI_ALLGATHER;
+    a->count = (size_t)rc * rsz;
+    a->dt = GCOLL_UINT8;
+    a->r = r;
+    a->s = s;
     if (s == MPI_IN_PLACE) {
         int rank = 0;
-        gcoll_comm_rank(g, &rank);
-        s = (char *)r + (size_t)rank * bytes;
+        gcoll_comm_rank(a->g, &rank);
+        a->s = (char *)r + (size_t)rank * a->count;
     }
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_iallgather(s, r, bytes, GCOLL_UINT8, g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    return NULL;
+}
+
+int gmpi_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
+                   MPI_Comm c, gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
+{
+    call_t a;
+    const char *why = prep_allgather(s, sc, st, r, rc, rt, c, &a);
+    SERVE_OR(GMPI_ALLGATHER, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Allgather(s, sc, st, r, rc, rt, c) :
+             P_INIT(Allgather, s, sc, st, r, rc, rt, c, info, req)
+             PX_INIT(Allgather, s, sc, st, r, rc, rt, c, info, req)
+             PMPI_Iallgather(s, sc, st, r, rc, rt, c, req));
 }
 
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
                   MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Allgather(s, sc, st, r, rc, rt, c);
-    return gmpi_allgather(s, sc, st, r, rc, rt, c, NULL);
+    return gmpi_allgather(s, sc, st, r, rc, rt, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
                    MPI_Comm c, MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Iallgather(s, sc, st, r, rc, rt, c, req);
-    return gmpi_allgather(s, sc, st, r, rc, rt, c, req);
+    if (PASS_THROUGH()) return PMPI_Iallgather(s, sc, st, r, rc, rt, c, req);
+    return gmpi_allgather(s, sc, st, r, rc, rt, c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }
 
 /* ---- reduce_scatter_block ---- */
-int gmpi_reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype t, MPI_Op op,
-                              MPI_Comm c, MPI_Request *req)
+static const char *prep_reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype t,
+                                             MPI_Op op, MPI_Comm c, call_t *a)
 {
-    gmpi_fn_t fn = req ? GMPI_IREDUCE_SCATTER_BLOCK : GMPI_REDUCE_SCATTER_BLOCK;
-#define FB (req ? PMPI_Ireduce_scatter_block(s, r, rc, t, op, c, req) \
-                : PMPI_Reduce_scatter_block(s, r, rc, t, op, c))
-    gcoll_dtype_t dt;
-    gcoll_op_t gop;
-    const char *why = rc <= 0 ? why_count : gmpi_map_reduce(t, op, &dt, &gop);
+    const char *why = rc <= 0 ? why_count : gmpi_map_reduce(t, op, &a->dt, &a->op);
     /* In place, MPI leaves the rest of recvbuf as it was; libgcoll's in-place
      * form writes the result over block rank: that would need a copy of the
      * block (host memory only), so MPI takes these calls. */
     if (!why && s == MPI_IN_PLACE) why = why_inplace_rsb;
-    gcoll_comm_t g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why)
+        why = gmpi_size_decide(e, GMPI_REDUCE_SCATTER_BLOCK, (size_t)rc * gcoll_dtype_size(a->dt));
     if (!why && (!r || !s)) why = why_null;
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_ireduce_scatter(s, r, (size_t)rc, dt, gop, g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    if (why) return why;
+    a->coll = GMPI_REDUCE_SCATTER_BLOCK;
+    a->s = s;
+    a->r = r;
+    a->count = (size_t)rc;
+    return NULL;
+}
+
+int gmpi_reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm c, gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
+{
+    call_t a;
+    const char *why = prep_reduce_scatter_block(s, r, rc, t, op, c, &a);
+    SERVE_OR(GMPI_REDUCE_SCATTER_BLOCK, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Reduce_scatter_block(s, r, rc, t, op, c) :
+             P_INIT(Reduce_scatter_block, s, r, rc, t, op, c, info, req)
+             PX_INIT(Reduce_scatter_block, s, r, rc, t, op, c, info, req)
+             PMPI_Ireduce_scatter_block(s, r, rc, t, op, c, req));
 }
 
 int MPI_Reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype t, MPI_Op op,
                              MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Reduce_scatter_block(s, r, rc, t, op, c);
-    return gmpi_reduce_scatter_block(s, r, rc, t, op, c, NULL);
+    return gmpi_reduce_scatter_block(s, r, rc, t, op, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Ireduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype t, MPI_Op op,
                               MPI_Comm c, MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Ireduce_scatter_block(s, r, rc, t, op, c, req);
-    return gmpi_reduce_scatter_block(s, r, rc, t, op, c, req);
+    if (PASS_THROUGH()) return PMPI_Ireduce_scatter_block(s, r, rc, t, op, c, req);
+    return gmpi_reduce_scatter_block(s, r, rc, t, op, c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }
 
 /* ---- alltoall (bytes) ---- */
-int gmpi_alltoall(const void *s, int sc, MPI_Datatype st_, void *r, int rc, MPI_Datatype rt,
-                  MPI_Comm c, MPI_Request *req)
+static const char *prep_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc,
+                                 MPI_Datatype rt, MPI_Comm c, call_t *a)
 {
-    gmpi_fn_t fn = req ? GMPI_IALLTOALL : GMPI_ALLTOALL;
-#define FB (req ? PMPI_Ialltoall(s, sc, st_, r, rc, rt, c, req) \
-                : PMPI_Alltoall(s, sc, st_, r, rc, rt, c))
     size_t rsz = 0, ssz = 0;
     const char *why = rc <= 0 ? why_count : s == MPI_IN_PLACE ? why_inplace_a2a
                                                              : gmpi_map_bytes(rt, &rsz);
     if (!why) {
-        why = sc <= 0 ? why_count : gmpi_map_bytes(st_, &ssz);
+        why = sc <= 0 ? why_count : gmpi_map_bytes(st, &ssz);
         if (!why && (size_t)sc * ssz != (size_t)rc * rsz) why = why_sizes;
     }
-    gcoll_comm_t g = why ? NULL : gmpi_comm_get(c, &why);
+    const gmpi_comm_t *e = why ? NULL : gmpi_comm_get(c, &why);
+    a->g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_ALLTOALL, (size_t)rc * rsz);
     if (!why && (!r || !s)) why = why_null;
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_ialltoall(s, r, (size_t)rc * rsz, GCOLL_UINT8, g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    if (why) return why;
+    a->coll = GMPI_ALLTOALL;
+    a->s = s;
+    a->r = r;
+    a->count = (size_t)rc * rsz;
+    a->dt = GCOLL_UINT8;
+    return NULL;
+}
+
+int gmpi_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
+                  MPI_Comm c, gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
+{
+    call_t a;
+    const char *why = prep_alltoall(s, sc, st, r, rc, rt, c, &a);
+    SERVE_OR(GMPI_ALLTOALL, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Alltoall(s, sc, st, r, rc, rt, c) :
+             P_INIT(Alltoall, s, sc, st, r, rc, rt, c, info, req)
+             PX_INIT(Alltoall, s, sc, st, r, rc, rt, c, info, req)
+             PMPI_Ialltoall(s, sc, st, r, rc, rt, c, req));
 }
 
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
                  MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Alltoall(s, sc, st, r, rc, rt, c);
-    return gmpi_alltoall(s, sc, st, r, rc, rt, c, NULL);
+    return gmpi_alltoall(s, sc, st, r, rc, rt, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
                   MPI_Comm c, MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Ialltoall(s, sc, st, r, rc, rt, c, req);
-    return gmpi_alltoall(s, sc, st, r, rc, rt, c, req);
+    if (PASS_THROUGH()) return PMPI_Ialltoall(s, sc, st, r, rc, rt, c, req);
+    return gmpi_alltoall(s, sc, st, r, rc, rt, c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }
 
 /* ---- barrier ---- */
-int gmpi_barrier(MPI_Comm c, MPI_Request *req)
+int gmpi_barrier(MPI_Comm c, gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
 {
-    gmpi_fn_t fn = req ? GMPI_IBARRIER : GMPI_BARRIER;
-#define FB (req ? PMPI_Ibarrier(c, req) : PMPI_Barrier(c))
+    call_t a = { .coll = GMPI_BARRIER };
     const char *why = NULL;
-    gcoll_comm_t g = gmpi_comm_get(c, &why);
-    if (why) { gmpi_count_fallback(fn, why); return FB; }
-    gcoll_request_t greq;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_ibarrier(g, &greq);
-    gmpi_inside--;
-    POSTED(st, fn, c, req, FB);
-#undef FB
+    const gmpi_comm_t *e = gmpi_comm_get(c, &why);
+    a.g = e ? e->g : NULL;
+    if (!why) why = gmpi_size_decide(e, GMPI_BARRIER, 0);
+    SERVE_OR(GMPI_BARRIER, mode, why, a, c, req,
+             mode == GMPI_BLOCKING ? PMPI_Barrier(c) :
+             P_INIT(Barrier, c, info, req)
+             PX_INIT(Barrier, c, info, req)
+             PMPI_Ibarrier(c, req));
 }
 
 int MPI_Barrier(MPI_Comm c)
 {
     if (PASS_THROUGH()) return PMPI_Barrier(c);
-    return gmpi_barrier(c, NULL);
+    return gmpi_barrier(c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
 }
 
 int MPI_Ibarrier(MPI_Comm c, MPI_Request *req)
 {
-    if (PASS_THROUGH() || !req) return PMPI_Ibarrier(c, req);
-    return gmpi_barrier(c, req);
+    if (PASS_THROUGH()) return PMPI_Ibarrier(c, req);
+    return gmpi_barrier(c, GMPI_NONBLOCKING, MPI_INFO_NULL, req);
 }

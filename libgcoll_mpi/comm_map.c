@@ -29,7 +29,7 @@ int gmpi_enabled = 1;
 __thread int gmpi_inside __attribute__((tls_model("initial-exec")));
 
 typedef struct entry {
-    gcoll_comm_t  g;        /* NULL: not served, why says so */
+    gmpi_comm_t   pub;      /* pub.g NULL: not served, why says so */
     const char   *why;
     int           destroyed;
     struct entry *next, *prev;
@@ -55,16 +55,16 @@ static __thread __attribute__((tls_model("initial-exec"))) unsigned cache_gen;
 static int destroy_entry(entry_t *e)
 {
     if (e->destroyed) return 0;
-    if (e->g) {
+    if (e->pub.g) {
         gmpi_inside++;
-        gcoll_status_t st = gcoll_comm_destroy(e->g);
+        gcoll_status_t st = gcoll_comm_destroy(e->pub.g);
         gmpi_inside--;
         if (st != GCOLL_SUCCESS) {
             if (finalized)
                 fprintf(stderr, "gcoll_mpi: WARN gcoll_comm_destroy: %s\n", gcoll_last_error());
             return -1;
         }
-        e->g = NULL;
+        e->pub.g = NULL;
     }
     e->destroyed = 1;
     return 0;
@@ -123,11 +123,11 @@ void gmpi_init_once(void)
     pthread_once(&once, init_body);
 }
 
-gcoll_comm_t gmpi_comm_get(MPI_Comm comm, const char **why)
+const gmpi_comm_t *gmpi_comm_get(MPI_Comm comm, const char **why)
 {
     if (cache_comm == comm && cache_gen == gen && comm != MPI_COMM_NULL) {
         *why = cache_e->why;
-        return cache_e->g;
+        return cache_e->pub.g ? &cache_e->pub : NULL;
     }
     if (comm == MPI_COMM_NULL || !init_done || finalized) {
         *why = "MPI_COMM_NULL or MPI not initialised";
@@ -148,10 +148,11 @@ gcoll_comm_t gmpi_comm_get(MPI_Comm comm, const char **why)
             e->why = "intercommunicator";
         } else {
             gmpi_inside++;
-            gcoll_status_t st = gcoll_comm_create(comm, &e->g);
+            gcoll_status_t st = gcoll_comm_create(comm, &e->pub.g);
             gmpi_inside--;
+            if (st == GCOLL_SUCCESS) gmpi_sizes_load(&e->pub, comm);
             if (st != GCOLL_SUCCESS) {
-                e->g = NULL;
+                e->pub.g = NULL;
                 e->why = "gcoll_comm_create failed";
                 int rank = 0;
                 PMPI_Comm_rank(comm, &rank);
@@ -171,7 +172,7 @@ gcoll_comm_t gmpi_comm_get(MPI_Comm comm, const char **why)
     cache_e = e;
     cache_gen = gen;
     *why = e->why;
-    return e->g;
+    return e->pub.g ? &e->pub : NULL;
 }
 
 void gmpi_finalize(void)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Type and op mapping: the serve-or-fallback decision's facts.
+/* Type, op and size: the serve-or-fallback decision's facts.
  *
  * Everything here depends only on arguments that every rank of a correct
  * MPI program passes alike (the datatype, the op), so every rank decides
@@ -10,6 +10,7 @@
  * alltoall) serves any predefined type whose extent equals its size, as
  * bytes.  Everything else (derived types, pair types, user ops, MINLOC,
  * MAXLOC, bitwise and logical ops, MPI_REPLACE) falls back to MPI. */
+#include <stdio.h>
 #include <string.h>
 #include "gmpi.h"
 
@@ -156,4 +157,64 @@ const char *gmpi_map_bytes(MPI_Datatype type, size_t *size)
             return NULL;
         }
     return "derived or non-contiguous datatype";
+}
+
+/* ---- size: where libgcoll's selection says the MPI is faster ------------
+ *
+ * Not a threshold of ours: the sizes come from libgcoll's selection table
+ * (the calibration at gcoll_comm_create, GCOLL_TUNE, GCOLL_TUNE_FILE),
+ * through gcoll_comm_mpi_ranges(), which reports the byte ranges whose
+ * first matching row, for a collective on a communicator, names the
+ * pseudo-algorithm "mpi" (the MPI's own collective measured faster than
+ * every libgcoll algorithm there).  libgcoll does not have that call yet
+ * (nor "mpi" rows): it is proposed in docs/MPI_DROPIN.md, and declared here
+ * weak, so this library links and loads against a libgcoll without it and
+ * then serves every size, as before; test/mpi/dropin_ranges_stub.c stands
+ * in for it in run_dropin.sh.
+ *
+ * Alike on every rank: the ranges are read once per communicator, at its
+ * creation, from the table in force, which every rank of it holds alike
+ * (the calibration cache's rows are rank 0's text, broadcast); a call's
+ * bytes are count x element size, which every rank passes alike. */
+gcoll_status_t gcoll_comm_mpi_ranges(gcoll_comm_t comm, const char *coll, const char *mem,
+                                     size_t *lo, size_t *hi, int max, int *n)
+    __attribute__((weak, visibility("default")));
+
+static const char *const table_name[GMPI_NCOLL] = {
+    "allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier",
+};
+
+static const char *const why_size = "size where the MPI is faster (selection table)";
+
+void gmpi_sizes_load(gmpi_comm_t *e, MPI_Comm comm)
+{
+    for (int c = 0; c < GMPI_NCOLL; c++) e->n_mpi[c] = 0;
+    if (!gcoll_comm_mpi_ranges) return;
+    for (int c = 0; c < GMPI_NCOLL; c++) {
+        int n = 0;
+        gmpi_inside++;
+        gcoll_status_t st = gcoll_comm_mpi_ranges(e->g, table_name[c], "host", e->mpi_lo[c],
+                                                  e->mpi_hi[c], GMPI_MAX_RANGES, &n);
+        gmpi_inside--;
+        if (st == GCOLL_SUCCESS && n >= 0 && n <= GMPI_MAX_RANGES) {
+            e->n_mpi[c] = n;
+            continue;
+        }
+        /* the same table on every rank: this happens on all or none */
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        if (rank == 0)
+            fprintf(stderr, "gcoll_mpi: WARN gcoll_comm_mpi_ranges(%s): %s; every size of it "
+                            "served on this communicator\n", table_name[c],
+                    st == GCOLL_SUCCESS ? "too many ranges"
+                    : *gcoll_last_error() ? gcoll_last_error() : gcoll_strerror(st));
+    }
+}
+
+const char *gmpi_size_decide(const gmpi_comm_t *e, gmpi_coll_t coll, size_t bytes)
+{
+    int n = e->n_mpi[coll];
+    for (int i = 0; i < n; i++)
+        if (bytes >= e->mpi_lo[coll][i] && bytes < e->mpi_hi[coll][i]) return why_size;
+    return NULL;
 }

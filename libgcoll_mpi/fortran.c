@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Fortran entry points.  Open MPI's Fortran wrappers (mpif.h, use mpi,
- * use mpi_f08) call PMPI_* themselves, so a C-only interposer never sees a
- * Fortran call; these define the Fortran symbols ahead of the MPI library's:
+/* Fortran entry points of the collectives.  Open MPI's Fortran wrappers
+ * (mpif.h, use mpi, use mpi_f08) call PMPI_* themselves, so a C-only
+ * interposer never sees a Fortran call; these define the Fortran symbols
+ * ahead of the MPI library's:
  *
  *   mpif.h / use mpi:  mpi_allreduce_ (gfortran), mpi_allreduce__ (g77 style),
  *                      mpi_allreduce, MPI_ALLREDUCE
@@ -9,12 +10,16 @@
  *                      handles are type(MPI_Comm) etc. holding MPI_VAL,
  *                      passed by reference; ierror optional, NULL if absent)
  *
- * Handles are converted with MPI_Comm_f2c / MPI_Type_f2c / MPI_Op_f2c and the
- * Fortran MPI_IN_PLACE sentinel (the address of Open MPI's common block
+ * for the seven blocking collectives and their MPI_I* forms.  Handles are
+ * converted with MPI_Comm_f2c / MPI_Type_f2c / MPI_Op_f2c and the Fortran
+ * MPI_IN_PLACE sentinel (the address of Open MPI's common block
  * mpi_fortran_in_place, in any of its spellings) becomes MPI_IN_PLACE.  Then
- * the call takes the C path's decision (coll.c), fallback included.
- * Fortran's nonblocking collectives and MPI_WAIT are not intercepted (see
- * request.c), so they run in MPI. */
+ * the call takes the C path's decision (coll.c), fallback included; a
+ * nonblocking call's C request goes back as MPI_Request_c2f's handle,
+ * as Open MPI's own wrapper does.  Fortran's MPI_WAIT & co., which would
+ * call PMPI_Wait directly, are wrapped in fortran_wait.c.  The persistent
+ * forms (MPI_ALLREDUCE_INIT, MPIX_ALLREDUCE_INIT) are not intercepted from
+ * Fortran: they run in MPI, as do their MPI_START and waits. */
 #include <stddef.h>
 #include "gmpi.h"
 
@@ -52,7 +57,7 @@ static void f_allreduce(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fin
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     int rc = !gmpi_enabled || gmpi_inside ? PMPI_Allreduce(cs, cr, *count, t, o, c)
-                                          : gmpi_allreduce(cs, cr, *count, t, o, c, NULL);
+                                          : gmpi_allreduce(cs, cr, *count, t, o, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -66,7 +71,7 @@ static void f_reduce(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     int rc = !gmpi_enabled || gmpi_inside ? PMPI_Reduce(cs, cr, *count, t, o, *root, c)
-                                          : gmpi_reduce(cs, cr, *count, t, o, *root, c, NULL);
+                                          : gmpi_reduce(cs, cr, *count, t, o, *root, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -78,7 +83,7 @@ static void f_bcast(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_
     MPI_Comm c = PMPI_Comm_f2c(*comm);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     int rc = !gmpi_enabled || gmpi_inside ? PMPI_Bcast(cb, *count, t, *root, c)
-                                          : gmpi_bcast(cb, *count, t, *root, c, NULL);
+                                          : gmpi_bcast(cb, *count, t, *root, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -92,7 +97,7 @@ static void f_allgather(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *
     MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
     int rc = !gmpi_enabled || gmpi_inside
                  ? PMPI_Allgather(cs, *sc, cst, cr, *rc_, crt, c)
-                 : gmpi_allgather(cs, *sc, cst, cr, *rc_, crt, c, NULL);
+                 : gmpi_allgather(cs, *sc, cst, cr, *rc_, crt, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -107,7 +112,7 @@ static void f_reduce_scatter_block(void *s, void *r, MPI_Fint *rcount, MPI_Fint 
     MPI_Op o = PMPI_Op_f2c(*op);
     int rc = !gmpi_enabled || gmpi_inside
                  ? PMPI_Reduce_scatter_block(cs, cr, *rcount, t, o, c)
-                 : gmpi_reduce_scatter_block(cs, cr, *rcount, t, o, c, NULL);
+                 : gmpi_reduce_scatter_block(cs, cr, *rcount, t, o, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -121,7 +126,7 @@ static void f_alltoall(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *r
     MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
     int rc = !gmpi_enabled || gmpi_inside
                  ? PMPI_Alltoall(cs, *sc, cst, cr, *rc_, crt, c)
-                 : gmpi_alltoall(cs, *sc, cst, cr, *rc_, crt, c, NULL);
+                 : gmpi_alltoall(cs, *sc, cst, cr, *rc_, crt, c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
     SET_IERR(ierr, rc);
 }
 
@@ -129,7 +134,125 @@ static void f_barrier(MPI_Fint *comm, MPI_Fint *ierr)
 {
     gmpi_init_once();
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    int rc = !gmpi_enabled || gmpi_inside ? PMPI_Barrier(c) : gmpi_barrier(c, NULL);
+    int rc = !gmpi_enabled || gmpi_inside ? PMPI_Barrier(c) : gmpi_barrier(c, GMPI_BLOCKING, MPI_INFO_NULL, NULL);
+    SET_IERR(ierr, rc);
+}
+
+/* ---- nonblocking: the same, and the request back as a Fortran handle ---- */
+#define F_REQ(rc, creq, freq) do { if ((rc) == MPI_SUCCESS) *(freq) = PMPI_Request_c2f(creq); } while (0)
+
+static void f_iallreduce(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                         MPI_Fint *comm, MPI_Fint *freq, MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    const void *cs = f_buf(s);
+    void *cr = (void *)f_buf(r);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Iallreduce(cs, cr, *count, t, o, c, &q)
+                 : gmpi_allreduce(cs, cr, *count, t, o, c, GMPI_NONBLOCKING, MPI_INFO_NULL, &q);
+    F_REQ(rc, q, freq);
+    SET_IERR(ierr, rc);
+}
+
+static void f_ireduce(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
+                      MPI_Fint *root, MPI_Fint *comm, MPI_Fint *freq, MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    const void *cs = f_buf(s);
+    void *cr = (void *)f_buf(r);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Ireduce(cs, cr, *count, t, o, *root, c, &q)
+                 : gmpi_reduce(cs, cr, *count, t, o, *root, c, GMPI_NONBLOCKING, MPI_INFO_NULL,
+                               &q);
+    F_REQ(rc, q, freq);
+    SET_IERR(ierr, rc);
+}
+
+static void f_ibcast(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm,
+                     MPI_Fint *freq, MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    void *cb = (void *)f_buf(b);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Ibcast(cb, *count, t, *root, c, &q)
+                 : gmpi_bcast(cb, *count, t, *root, c, GMPI_NONBLOCKING, MPI_INFO_NULL, &q);
+    F_REQ(rc, q, freq);
+    SET_IERR(ierr, rc);
+}
+
+static void f_iallgather(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc_,
+                         MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *freq, MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    const void *cs = f_buf(s);
+    void *cr = (void *)f_buf(r);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Iallgather(cs, *sc, cst, cr, *rc_, crt, c, &q)
+                 : gmpi_allgather(cs, *sc, cst, cr, *rc_, crt, c, GMPI_NONBLOCKING,
+                                  MPI_INFO_NULL, &q);
+    F_REQ(rc, q, freq);
+    SET_IERR(ierr, rc);
+}
+
+static void f_ireduce_scatter_block(void *s, void *r, MPI_Fint *rcount, MPI_Fint *dt,
+                                    MPI_Fint *op, MPI_Fint *comm, MPI_Fint *freq,
+                                    MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    const void *cs = f_buf(s);
+    void *cr = (void *)f_buf(r);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Ireduce_scatter_block(cs, cr, *rcount, t, o, c, &q)
+                 : gmpi_reduce_scatter_block(cs, cr, *rcount, t, o, c, GMPI_NONBLOCKING,
+                                             MPI_INFO_NULL, &q);
+    F_REQ(rc, q, freq);
+    SET_IERR(ierr, rc);
+}
+
+static void f_ialltoall(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc_,
+                        MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *freq, MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    const void *cs = f_buf(s);
+    void *cr = (void *)f_buf(r);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Ialltoall(cs, *sc, cst, cr, *rc_, crt, c, &q)
+                 : gmpi_alltoall(cs, *sc, cst, cr, *rc_, crt, c, GMPI_NONBLOCKING,
+                                 MPI_INFO_NULL, &q);
+    F_REQ(rc, q, freq);
+    SET_IERR(ierr, rc);
+}
+
+static void f_ibarrier(MPI_Fint *comm, MPI_Fint *freq, MPI_Fint *ierr)
+{
+    gmpi_init_once();
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = !gmpi_enabled || gmpi_inside
+                 ? PMPI_Ibarrier(c, &q)
+                 : gmpi_barrier(c, GMPI_NONBLOCKING, MPI_INFO_NULL, &q);
+    F_REQ(rc, q, freq);
     SET_IERR(ierr, rc);
 }
 
@@ -148,3 +271,10 @@ ALIASES(f_allgather, mpi_allgather, MPI_ALLGATHER)
 ALIASES(f_reduce_scatter_block, mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK)
 ALIASES(f_alltoall, mpi_alltoall, MPI_ALLTOALL)
 ALIASES(f_barrier, mpi_barrier, MPI_BARRIER)
+ALIASES(f_iallreduce, mpi_iallreduce, MPI_IALLREDUCE)
+ALIASES(f_ireduce, mpi_ireduce, MPI_IREDUCE)
+ALIASES(f_ibcast, mpi_ibcast, MPI_IBCAST)
+ALIASES(f_iallgather, mpi_iallgather, MPI_IALLGATHER)
+ALIASES(f_ireduce_scatter_block, mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK)
+ALIASES(f_ialltoall, mpi_ialltoall, MPI_IALLTOALL)
+ALIASES(f_ibarrier, mpi_ibarrier, MPI_IBARRIER)

@@ -9,11 +9,17 @@
 #include <string.h>
 #include "gmpi.h"
 
+/* GMPI_FN(coll, mode) order: the blocking forms, the MPI_I* ones, MPI-4's
+ * persistent ones, Open MPI 4.1's MPIX_ persistent ones. */
 static const char *const names[GMPI_FN_COUNT] = {
     "MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Allgather", "MPI_Reduce_scatter_block",
     "MPI_Alltoall", "MPI_Barrier",
     "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast", "MPI_Iallgather",
     "MPI_Ireduce_scatter_block", "MPI_Ialltoall", "MPI_Ibarrier",
+    "MPI_Allreduce_init", "MPI_Reduce_init", "MPI_Bcast_init", "MPI_Allgather_init",
+    "MPI_Reduce_scatter_block_init", "MPI_Alltoall_init", "MPI_Barrier_init",
+    "MPIX_Allreduce_init", "MPIX_Reduce_init", "MPIX_Bcast_init", "MPIX_Allgather_init",
+    "MPIX_Reduce_scatter_block_init", "MPIX_Alltoall_init", "MPIX_Barrier_init",
 };
 
 static unsigned long served[GMPI_FN_COUNT], fallback[GMPI_FN_COUNT];
@@ -25,7 +31,7 @@ static int n_reasons;
 
 const char *gmpi_fn_name(gmpi_fn_t fn)
 {
-    return fn < GMPI_FN_COUNT ? names[fn] : "?";
+    return fn >= 0 && fn < GMPI_FN_COUNT ? names[fn] : "?";
 }
 
 void gmpi_count_served(gmpi_fn_t fn)

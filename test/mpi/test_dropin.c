@@ -12,19 +12,40 @@
  * an intercommunicator, in-place alltoall), nonblocking requests mixed
  * with point-to-point ones in MPI_Waitall / Waitany / Waitsome / Test, and
  * the progress case: a rank in a served MPI_Allreduce while its peer's
- * rendezvous send to it must progress first.
+ * rendezvous send to it must progress first.  The persistent collectives
+ * (MPI_Allreduce_init ..., or Open MPI 4.1's MPIX_ spelling, whichever this
+ * MPI declares) started several times with new data, by MPI_Start and by
+ * MPI_Startall beside persistent point-to-point requests and a persistent
+ * collective MPI must take (MINLOC), completed by each wait form; rank 0
+ * prints "persistent: PREFIX" (MPI_, MPIX_ or none) for run_dropin.sh.
  *
  *   test_dropin [float]   float: also a non-integer sum (checked within
  *                         rounding, not digested)
  *   test_dropin badinput  erroneous calls under MPI_ERRORS_RETURN: prints the
  *                         error class of each (compared with plain MPI's)
  * Prints "dropin: N checks, 0 failed"; exit 1 on any failure. */
+#ifdef HAVE_CONFIG_H
+#include "gcoll_build.h"   /* which persistent spelling this MPI declares */
+#endif
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The persistent collectives: MPI-4's names, else Open MPI 4.1's MPIX_. */
+#if (defined(HAVE_DECL_PMPI_ALLREDUCE_INIT) && HAVE_DECL_PMPI_ALLREDUCE_INIT) || \
+    (!defined(HAVE_CONFIG_H) && MPI_VERSION >= 4)
+#define PINIT(name) MPI_##name##_init
+#define PINIT_PREFIX "MPI_"
+#elif defined(HAVE_DECL_PMPIX_ALLREDUCE_INIT) && HAVE_DECL_PMPIX_ALLREDUCE_INIT
+#include <mpi-ext.h>
+#define PINIT(name) MPIX_##name##_init
+#define PINIT_PREFIX "MPIX_"
+#else
+#define PINIT_PREFIX "none"
+#endif
 
 static int rank, size, checks, failures;
 
@@ -356,6 +377,154 @@ static void test_nonblocking(size_t n)
     free(c);
 }
 
+#ifdef PINIT
+/* Persistent collectives on comm: made once, started iters times with new
+ * data each time, results checked and digested (run_dropin.sh compares the
+ * digests with plain MPI's, whose own persistent collectives then run). */
+static void test_persistent(MPI_Comm comm, const char *tag, size_t n)
+{
+    int cr, cs;
+    MPI_Comm_rank(comm, &cr);
+    MPI_Comm_size(comm, &cs);
+    char name[128];
+    double *a = malloc(n * cs * sizeof *a), *b = malloc(n * cs * sizeof *b);
+    double *ip = malloc(n * sizeof *ip), *bc = malloc(n * sizeof *bc);
+    double *rd = malloc(n * sizeof *rd), *g = malloc(n * cs * sizeof *g);
+    double *rs = malloc(n * sizeof *rs), *t = malloc(n * cs * sizeof *t);
+    int root = cs - 1, right = (cr + 1) % cs, left = (cr + cs - 1) % cs;
+    int tok = 0, got = -1;
+    struct { double v; int r; } mloc_in, mloc_out;
+    enum { AR, ARIP, RED, BC, AG, RSB, A2A, BAR, MINLOC, SEND, RECV, NREQ };
+    MPI_Request q[NREQ];
+
+    PINIT(Allreduce)(a, b, (int)n, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &q[AR]);
+    PINIT(Allreduce)(MPI_IN_PLACE, ip, (int)n, MPI_DOUBLE, MPI_MAX, comm, MPI_INFO_NULL,
+                     &q[ARIP]);
+    PINIT(Reduce)(cr == root ? MPI_IN_PLACE : a, rd, (int)n, MPI_DOUBLE, MPI_SUM, root, comm,
+                  MPI_INFO_NULL, &q[RED]);
+    PINIT(Bcast)(bc, (int)n, MPI_DOUBLE, 0, comm, MPI_INFO_NULL, &q[BC]);
+    PINIT(Allgather)(a, (int)n, MPI_DOUBLE, g, (int)n, MPI_DOUBLE, comm, MPI_INFO_NULL, &q[AG]);
+    PINIT(Reduce_scatter_block)(t, rs, (int)n, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL,
+                                &q[RSB]);
+    /* alltoall reads t too, into a buffer of its own: g is allgather's */
+    double *x = malloc(n * cs * sizeof *x);
+    PINIT(Alltoall)(t, (int)n, MPI_DOUBLE, x, (int)n, MPI_DOUBLE, comm, MPI_INFO_NULL, &q[A2A]);
+    PINIT(Barrier)(comm, MPI_INFO_NULL, &q[BAR]);
+    PINIT(Allreduce)(&mloc_in, &mloc_out, 1, MPI_DOUBLE_INT, MPI_MINLOC, comm, MPI_INFO_NULL,
+                     &q[MINLOC]);
+    MPI_Send_init(&tok, 1, MPI_INT, right, 17, comm, &q[SEND]);
+    MPI_Recv_init(&got, 1, MPI_INT, left, 17, comm, &q[RECV]);
+
+    for (int it = 0; it < 5; it++) {
+        for (size_t i = 0; i < n; i++) {
+            a[i] = val(cr, i) + it;
+            ip[i] = val(cr, i) * (it + 1);
+            bc[i] = cr == 0 ? val(it, i) + 0.25 : -1;
+        }
+        if (cr == root)
+            for (size_t i = 0; i < n; i++) rd[i] = a[i];
+        for (size_t i = 0; i < n * cs; i++) t[i] = val(cr, i) + 10 * it;
+        mloc_in.v = (double)((cr + it) % cs);
+        mloc_in.r = cr;
+        tok = cr * 10 + it;
+        got = -1;
+        if (it == 0) {   /* one MPI_Start each, waited one by one */
+            for (int k = 0; k < NREQ; k++) MPI_Start(&q[k]);
+            for (int k = 0; k < NREQ; k++) MPI_Wait(&q[k], MPI_STATUS_IGNORE);
+        } else {
+            MPI_Startall(NREQ, q);
+            if (it == 1) {
+                MPI_Waitall(NREQ, q, MPI_STATUSES_IGNORE);
+            } else if (it == 2) {
+                int idx;
+                for (int k = 0; k < NREQ; k++) {
+                    MPI_Waitany(NREQ, q, &idx, MPI_STATUS_IGNORE);
+                    check(idx >= 0 && idx < NREQ && q[idx] != MPI_REQUEST_NULL,
+                          "persistent waitany index (request stays)");
+                }
+                MPI_Waitany(NREQ, q, &idx, MPI_STATUS_IGNORE);
+                check(idx == MPI_UNDEFINED, "persistent waitany: all inactive");
+            } else if (it == 3) {
+                int done = 0, outc, idx[NREQ];
+                while (done < NREQ) {
+                    MPI_Waitsome(NREQ, q, &outc, idx, MPI_STATUSES_IGNORE);
+                    check(outc != MPI_UNDEFINED, "persistent waitsome count");
+                    done += outc;
+                }
+            } else {
+                int flag = 0;
+#ifdef MPICH_VERSION
+                /* MPICH 5.0.2's MPI_Testall returns MPI_ERR_IN_STATUS (every
+                 * status MPI_SUCCESS) once one of its own persistent
+                 * collectives is complete, preload or not: test one by one */
+                for (int k = 0; k < NREQ; k++)
+                    for (flag = 0; !flag;) MPI_Test(&q[k], &flag, MPI_STATUS_IGNORE);
+#else
+                while (!flag) MPI_Testall(NREQ, q, &flag, MPI_STATUSES_IGNORE);
+#endif
+                for (int k = 0; k < NREQ; k++) {   /* inactive: test says done */
+                    MPI_Test(&q[k], &flag, MPI_STATUS_IGNORE);
+                    check(flag && q[k] != MPI_REQUEST_NULL, "persistent test of inactive");
+                }
+            }
+        }
+        int ok = 1, ok_ip = 1, ok_red = 1, ok_bc = 1;
+        for (size_t i = 0; i < n; i++) {
+            double e = 0, m = 0;
+            for (int r = 0; r < cs; r++) {
+                e += val(r, i) + it;
+                m = fmax(m, val(r, i) * (it + 1));
+            }
+            ok &= b[i] == e;
+            ok_ip &= ip[i] == m;
+            if (cr == root) ok_red &= rd[i] == e;
+            ok_bc &= bc[i] == val(it, i) + 0.25;
+        }
+        snprintf(name, sizeof name, "persistent allreduce %s n=%zu start %d", tag, n, it);
+        check(ok, name);
+        digest(name, b, n * sizeof *b);
+        snprintf(name, sizeof name, "persistent allreduce in-place max %s n=%zu start %d", tag,
+                 n, it);
+        check(ok_ip, name);
+        digest(name, ip, n * sizeof *ip);
+        snprintf(name, sizeof name, "persistent reduce in-place root %s start %d", tag, it);
+        check(ok_red, name);
+        snprintf(name, sizeof name, "persistent bcast %s start %d", tag, it);
+        check(ok_bc, name);
+        ok = 1;
+        for (int r = 0; r < cs; r++)
+            for (size_t i = 0; i < n; i++) ok &= g[r * n + i] == val(r, i) + it;
+        snprintf(name, sizeof name, "persistent allgather %s n=%zu start %d", tag, n, it);
+        check(ok, name);
+        digest(name, g, n * cs * sizeof *g);
+        ok = 1;
+        for (size_t i = 0; i < n; i++) {
+            double e = 0;
+            for (int r = 0; r < cs; r++) e += val(r, cr * n + i) + 10 * it;
+            ok &= rs[i] == e;
+        }
+        snprintf(name, sizeof name, "persistent reduce_scatter_block %s start %d", tag, it);
+        check(ok, name);
+        digest(name, rs, n * sizeof *rs);
+        ok = 1;
+        for (int r = 0; r < cs; r++)
+            for (size_t i = 0; i < n; i++) ok &= x[r * n + i] == val(r, cr * n + i) + 10 * it;
+        snprintf(name, sizeof name, "persistent alltoall %s start %d", tag, it);
+        check(ok, name);
+        digest(name, x, n * cs * sizeof *x);
+        int emin = 0;   /* the lowest rank whose (r + it) % cs is 0 */
+        while ((emin + it) % cs) emin++;
+        check(mloc_out.v == 0 && mloc_out.r == emin, "persistent minloc (MPI's own)");
+        check(got == left * 10 + it, "persistent point-to-point beside");
+    }
+    for (int k = 0; k < NREQ; k++) {
+        MPI_Request_free(&q[k]);
+        check(q[k] == MPI_REQUEST_NULL, "persistent request freed");
+    }
+    free(a); free(b); free(ip); free(bc); free(rd); free(g); free(rs); free(t); free(x);
+}
+#endif
+
 /* A served blocking allreduce while a peer's rendezvous send to this rank
  * must progress before that peer can join: MPI's progress must go on. */
 static void test_progress(void)
@@ -383,6 +552,10 @@ static void test_progress(void)
 
 int main(int argc, char **argv)
 {
+    /* whole lines: the launcher may forward rank 0's stdout in blocks, and a
+     * block ending inside a digest line, then the report on stderr, would
+     * split that line */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -432,6 +605,14 @@ int main(int argc, char **argv)
     MPI_Comm_free(&split);
     test_fallbacks();
     test_nonblocking(5000);
+#ifdef PINIT
+    test_persistent(MPI_COMM_WORLD, "world", 1);
+    test_persistent(MPI_COMM_WORLD, "world", 3000);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);   /* requests freed, then the communicator */
+    test_persistent(dup, "dup", 257);
+    MPI_Comm_free(&dup);
+#endif
+    if (rank == 0) printf("persistent: %s\n", PINIT_PREFIX);
     test_progress();
     if (argc > 1 && !strcmp(argv[1], "float")) {
         size_t n = 1 << 16;

@@ -1,13 +1,17 @@
 ! SPDX-License-Identifier: BSD-3-Clause
 ! The PMPI drop-in under `use mpi_f08` (Open MPI's mpi_allreduce_f08_ ...):
 ! MPI_Allreduce in place and not, MPI_Bcast, MPI_Barrier, ierror omitted
-! in some calls (the optional argument arrives as NULL).
+! in some calls (the optional argument arrives as NULL); MPI_Iallreduce in
+! place and not and MPI_Ibcast, completed by MPI_Wait, MPI_Test and
+! MPI_Waitall (mpi_wait_f08_ ...).
 program test_dropin_f08
   use mpi_f08
   implicit none
   integer, parameter :: n = 500
   integer :: ierr, rank, nprocs, i, bad, allbad
-  double precision :: dv(n), dr(n)
+  double precision :: dv(n), dr(n), da(n), db(n)
+  type(MPI_Request) :: req, reqs(3)
+  logical :: flag
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -27,6 +31,39 @@ program test_dropin_f08
   call MPI_Bcast(dv, n, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD)
   if (any(dv /= 7)) bad = bad + 1
   call MPI_Barrier(MPI_COMM_WORLD)
+
+  ! nonblocking
+  do i = 1, n
+    da(i) = dble(rank * i)
+  end do
+  call MPI_Iallreduce(da, db, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, req, ierr)
+  if (ierr /= MPI_SUCCESS) bad = bad + 1
+  call MPI_Wait(req, MPI_STATUS_IGNORE)
+  if (req /= MPI_REQUEST_NULL) bad = bad + 1
+  do i = 1, n
+    if (db(i) /= dble(i * nprocs * (nprocs - 1) / 2)) bad = bad + 1
+  end do
+  call MPI_Iallreduce(MPI_IN_PLACE, da, n, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, req)
+  flag = .false.
+  do while (.not. flag)
+    call MPI_Test(req, flag, MPI_STATUS_IGNORE, ierr)
+  end do
+  do i = 1, n
+    if (da(i) /= dble((nprocs - 1) * i)) bad = bad + 1
+  end do
+  if (rank == 0) dv = 11
+  dr = rank
+  call MPI_Ibcast(dv, n, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, reqs(1))
+  call MPI_Iallreduce(MPI_IN_PLACE, dr, n, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, &
+                      reqs(2))
+  call MPI_Ibarrier(MPI_COMM_WORLD, reqs(3))
+  call MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE, ierr)
+  if (any(dv /= 11)) bad = bad + 1
+  if (any(dr /= dble(nprocs * (nprocs - 1) / 2))) bad = bad + 1
+  do i = 1, 3
+    if (reqs(i) /= MPI_REQUEST_NULL) bad = bad + 1
+  end do
+
   call MPI_Allreduce(bad, allbad, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a)', 'fortran use mpi_f08: ', allbad, ' failed'
   call MPI_Finalize()
