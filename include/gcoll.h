@@ -187,9 +187,13 @@ gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats);
  * - @p count (or sendcount/recvcount) is in elements of @p dtype.  A count of
  *   0 is valid and returns at once; buffers may then be NULL.
  * - In-place follows NCCL: pass the same pointer as described per call.
- *   Partially overlapping buffers are not allowed.
+ *   Buffers that overlap in any other way are refused with
+ *   GCOLL_ERR_INVALID_ARG (for allgather, sendbuf == recvbuf is in place on
+ *   rank 0 only: on the other ranks it is an error, and rank 0 may then
+ *   wait until GCOLL_TIMEOUT).
  * - Errors (each with a sentence in gcoll_last_error()):
- *   GCOLL_ERR_INVALID_ARG for a NULL or destroyed @p comm, a NULL buffer with
+ *   GCOLL_ERR_INVALID_ARG for a NULL or destroyed @p comm, overlapping
+ *   buffers outside the in-place form, a NULL buffer with
  *   a non-zero count, an unknown dtype or op, a root outside [0, size);
  *   GCOLL_ERR_NOT_SUPPORTED for CUDA buffers in a build without CUDA;
  *   GCOLL_ERR_TRANSPORT, GCOLL_ERR_TIMEOUT, GCOLL_ERR_MISMATCH as above.
@@ -229,7 +233,9 @@ gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
 /**
  * Every rank contributes @p sendcount elements; recvbuf holds size*sendcount
  * elements, rank r's block at offset r*sendcount.
- * In place: sendbuf == recvbuf + rank*sendcount (in elements).
+ * In place: sendbuf == recvbuf + rank*sendcount (in elements); any other
+ * overlap of the two (sendbuf == recvbuf on a rank other than 0, say) is
+ * GCOLL_ERR_INVALID_ARG.
  */
 gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                gcoll_dtype_t dtype, gcoll_comm_t comm);
@@ -237,7 +243,8 @@ gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendco
 /**
  * sendbuf holds size*recvcount elements; rank r receives in recvbuf the
  * reduction over ranks of block r (elements [r*recvcount, (r+1)*recvcount)).
- * In place: recvbuf == sendbuf + rank*recvcount (in elements).
+ * In place: recvbuf == sendbuf + rank*recvcount (in elements); any other
+ * overlap is GCOLL_ERR_INVALID_ARG.
  */
 gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                     gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);

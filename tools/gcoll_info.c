@@ -232,6 +232,40 @@ static void print_table(const gcoll_tune_table_t *t)
     gcoll_tune_print_origins(stdout, t);
 }
 
+/* --topo[=FILE.xml]: initialises MPI (a singleton without mpirun), runs
+ * gcoll_topo_report over MPI_COMM_WORLD, finalises; returns the exit
+ * status. */
+static int topo_main(const char *option)
+{
+    const char *eq = option ? strchr(option, '=') : NULL;
+    const char *xml = eq && eq[1] ? eq + 1 : NULL;
+    int inited = 0, rc = 0;
+    MPI_Initialized(&inited);
+    if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+        fprintf(stderr, "gcoll_info: MPI_Init failed\n");
+        return 1;
+    }
+    gcoll_comm_t comm = NULL;
+    char why[256] = "";
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &comm);
+    if (st == GCOLL_SUCCESS) {
+        st = gcoll_topo_report(comm, xml, stdout);
+        /* keep the sentence: destroying the communicator clears it */
+        snprintf(why, sizeof(why), "%s", gcoll_last_error());
+        gcoll_comm_destroy(comm);
+    } else {
+        snprintf(why, sizeof(why), "%s", gcoll_last_error());
+    }
+    if (st != GCOLL_SUCCESS) {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) fprintf(stderr, "gcoll_info: %s\n", why);
+        rc = 1;
+    }
+    if (!inited) MPI_Finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     int algos = 0, table = 0, calibrate = 0;
@@ -241,7 +275,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-A")) algos = 2;
         else if (!strcmp(argv[i], "-s")) table = 1;
         else if (!strncmp(argv[i], "--topo", 6) && (!argv[i][6] || argv[i][6] == '='))
-            return gcoll_topo_info_main(argv[i]);   /* MPI_Init only in this mode */
+            return topo_main(argv[i]);   /* MPI_Init only in this mode */
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
     }

@@ -28,7 +28,6 @@
 #include "algos/algo.h"
 #include "base/log.h"
 #include "compress/codec.h"
-#include "core/memtype.h"
 #include "core/select.h"
 #include "core/tune_table.h"
 #include "sim/sim.h"
@@ -663,7 +662,7 @@ static gcoll_status_t run_phase(gcoll_coll_t coll, int n, const int *node_of,
         args[r].dst = gcoll_bref(GCOLL_BUF_RECV, 0);
     }
     const gcoll_tune_table_t *table = NULL;
-    gcoll_tune_key_t key = { .coll = coll, .mem = GCOLL_MEM_HOST, .nodes = node_of ? n : 1,
+    gcoll_tune_key_t key = { .coll = coll, .nodes = node_of ? n : 1,
                              .ppn = node_of ? 1 : n, .ranks = n,
                              .bytes = count * dt_size };
     key.conds = GCOLL_TUNE_IF_UNIFORM | GCOLL_TUNE_IF_REGULAR |
@@ -680,16 +679,13 @@ static gcoll_status_t run_phase(gcoll_coll_t coll, int n, const int *node_of,
         if (row) {   /* the table's next choice */
             from = (size_t)(row - table->rows) + 1;
             algo = row->algo;
-            for (int r = 0; r < n; r++) {
-                args[r].chunk_bytes = row->chunk;
-                args[r].radix = row->radix;
-            }
+            for (int r = 0; r < n; r++) args[r].chunk_bytes = row->chunk;
         } else {   /* no row ran: every algorithm, the fastest */
             table = NULL;
             for (; *a && (*a)->coll != coll; a++) {}
             if (!*a) break;
             algo = *a++;
-            for (int r = 0; r < n; r++) args[r].chunk_bytes = 0, args[r].radix = 0;
+            for (int r = 0; r < n; r++) args[r].chunk_bytes = 0;
         }
         gcoll_sim_t sim = { .nranks = n, .node_of = node_of, .cost = cost, .bytes_sent = sent,
                             .bytes_inter = bi };

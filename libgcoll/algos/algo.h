@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* An algorithm is a descriptor registered in one list (algos/registry.c):
- * its name as GCOLL_ALGO spells it, the collective it serves, a cost estimate
- * and a schedule builder.  A builder only appends steps to a schedule: it does
- * no I/O, so the same builder runs under the host executor, the CUDA executor
- * and the simulator, and composes (hierarchical algorithms call the flat
- * builders on node and rail groups, on sub-ranges of the buffers). */
+ * its name as GCOLL_ALGO spells it, the collective it serves, a one-line
+ * summary and a schedule builder.  Its cost in alpha/beta/gamma terms is in
+ * the comment that opens its file; the selection tables choose, and the
+ * simulator's cost model predicts.  A builder only appends steps to a
+ * schedule: it does no I/O, so the same builder runs under the host
+ * executor, the CUDA executor and the simulator, and composes (hierarchical
+ * algorithms call the flat builders on node and rail groups, on sub-ranges
+ * of the buffers). */
 #ifndef GCOLL_ALGO_H
 #define GCOLL_ALGO_H
 
@@ -51,7 +54,6 @@ typedef struct {
     gcoll_bref_t src;
     gcoll_bref_t dst;
     size_t       chunk_bytes;  /* pipelining chunk; 0 = the algorithm's default */
-    int          radix;        /* tree/k-nomial radix; 0 = default */
     unsigned     flags;        /* GCOLL_ARGS_* */
 } gcoll_coll_args_t;
 
@@ -66,23 +68,11 @@ typedef struct {
 typedef gcoll_status_t (*gcoll_algo_build_fn)(const gcoll_coll_args_t *args,
                                               const gcoll_group_t *group, gcoll_sched_t *s);
 
-/* alpha-beta-gamma cost model (seconds, seconds per byte). */
-typedef struct {
-    double alpha;   /* per message latency */
-    double beta;    /* per byte transfer time */
-    double gamma;   /* per byte reduction time */
-} gcoll_cost_params_t;
-
-/* Estimated time of the algorithm over nranks, where bytes = count * dt_size
- * of the call (the per-rank block for allgather, reduce_scatter, alltoall). */
-typedef double (*gcoll_algo_cost_fn)(const gcoll_cost_params_t *p, int nranks, size_t bytes);
-
 typedef struct gcoll_algo {
     const char          *name;     /* GCOLL_ALGO spelling, unique per collective */
     gcoll_coll_t         coll;
     const char          *summary;  /* one line for gcoll_info -a */
     gcoll_algo_build_fn  build;
-    gcoll_algo_cost_fn   cost;
 } gcoll_algo_t;
 
 /* The one list of algorithms, NULL-terminated (algos/registry.c). */

@@ -2,6 +2,7 @@
 /* Status codes, the thread-local last-error sentence, and the version. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "base/status.h"
 #include "base/log.h"
 
@@ -49,10 +50,15 @@ static int level_of(gcoll_status_t status)
 gcoll_status_t gcoll_error_set(gcoll_status_t status, const char *file, int line,
                                const char *fmt, ...)
 {
+    /* Formatted aside first: an argument may be gcoll_last_error() itself
+     * (a sentence that extends the previous one), and vsnprintf into the
+     * buffer it reads from is undefined. */
+    char sentence[sizeof(last_error)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    vsnprintf(sentence, sizeof(sentence), fmt, ap);
     va_end(ap);
+    memcpy(last_error, sentence, strlen(sentence) + 1);
     int level = level_of(status);
     if (level <= gcoll_log_level)
         gcoll_log_emit(level, file, line, "%s: %s", gcoll_strerror(status), last_error);
@@ -61,5 +67,6 @@ gcoll_status_t gcoll_error_set(gcoll_status_t status, const char *file, int line
 
 void gcoll_error_restore(const char *sentence)
 {
+    if (sentence == last_error) return;   /* already the last error */
     snprintf(last_error, sizeof(last_error), "%s", sentence ? sentence : "");
 }

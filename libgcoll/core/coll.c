@@ -62,6 +62,33 @@ static gcoll_status_t validate(gcoll_comm_t comm, const call_t *k, size_t *src_b
                            k->count);
     if (k->coll == GCOLL_COLL_ALLTOALL && *src_bytes && k->sendbuf == k->recvbuf)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: in-place alltoall is not supported", k->fn);
+    /* The buffers may overlap only in the in-place form of gcoll.h: the
+     * schedules read sendbuf while they write recvbuf, so any other overlap
+     * (allgather's sendbuf == recvbuf on a rank other than 0, say) would
+     * read bytes already overwritten.  gcoll.h forbids it; refused here. */
+    uintptr_t s = (uintptr_t)k->sendbuf, r = (uintptr_t)k->recvbuf;
+    size_t mine = (size_t)comm->rank * k->count * dts;
+    if (*src_bytes && *dst_bytes && recv_needed && k->coll != GCOLL_COLL_BCAST &&
+        s < r + *dst_bytes && r < s + *src_bytes) {
+        const char *form = "sendbuf == recvbuf";
+        int in_place = s == r;
+        if (k->coll == GCOLL_COLL_ALLGATHER) {
+            form = "sendbuf == recvbuf + rank * sendcount";
+            in_place = s == r + mine;
+        } else if (k->coll == GCOLL_COLL_REDUCE_SCATTER) {
+            form = "recvbuf == sendbuf + rank * recvcount";
+            in_place = r == s + mine;
+        } else if (k->coll == GCOLL_COLL_ALLTOALL) {
+            form = "alltoall has none";
+            in_place = 0;
+        }
+        if (!in_place)
+            return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: sendbuf %p (%zu bytes) and recvbuf %p "
+                               "(%zu bytes) overlap on rank %d, but not in the in-place form "
+                               "(%s); partially overlapping buffers are not allowed", k->fn,
+                               k->sendbuf, *src_bytes, k->recvbuf, *dst_bytes, comm->rank,
+                               form);
+    }
     return GCOLL_SUCCESS;
 }
 

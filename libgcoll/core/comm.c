@@ -379,6 +379,10 @@ gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats)
 {
     GCOLL_TRY(gcoll_comm_check(comm));
     if (!stats) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_get_stats: stats is NULL");
+    /* All levels: the operations that run on the level sub-communicators
+     * (level_node, level_rail: the compressed allreduce, the CUDA IPC path's
+     * rails) fold what those counted into comm->stats as each call ends, so
+     * adding the levels' counters here would count their bytes twice. */
     gcoll_engine_lock();   /* the progress thread counts too */
     *stats = comm->stats;
     gcoll_engine_unlock();

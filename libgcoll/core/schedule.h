@@ -168,7 +168,4 @@ static inline uint32_t gcoll_sched_round_begin(const gcoll_sched_t *s, uint32_t 
 gcoll_status_t gcoll_sched_exec_local(const gcoll_sched_t *s, const gcoll_step_t *st,
                                       void *const bufs[GCOLL_BUF_COUNT]);
 
-/* One line per step, for GCOLL_DEBUG=TRACE and for test failures. */
-void gcoll_sched_dump(const gcoll_sched_t *s, int rank, void *file /* FILE* */);
-
 #endif

@@ -24,7 +24,6 @@
 #include "core/comm.h"
 #include "base/config.h"
 #include "base/log.h"
-#include "core/memtype.h"
 #include "core/select.h"
 #include "base/status.h"
 
@@ -273,13 +272,11 @@ void gcoll_select_comm_key(gcoll_comm_t c, gcoll_tune_key_t *k)
     if ((c->size & (c->size - 1)) == 0) k->conds |= GCOLL_TUNE_IF_POW2;
 }
 
-/* Device buffers are staged through host memory until the CUDA executor
- * lands, so every call the host path runs is keyed as host memory. */
+/* Every call the host path runs is on host memory (gcoll_tune_key_t). */
 static void call_key(gcoll_comm_t c, const gcoll_coll_args_t *a, gcoll_tune_key_t *k)
 {
     gcoll_select_comm_key(c, k);
     k->coll  = a->coll;
-    k->mem   = GCOLL_MEM_HOST;
     k->bytes = a->count * a->dt_size;
 }
 
@@ -332,7 +329,6 @@ static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_
 static void apply_row(gcoll_coll_args_t *args, const gcoll_tune_row_t *row)
 {
     args->chunk_bytes = row ? row->chunk : 0;
-    args->radix       = row ? row->radix : 0;
 }
 
 /* The table is immutable and everything in the key but the size is the

@@ -20,8 +20,8 @@
  * GCOLL_ERR_INVALID_ARG with the file, line and reason for a bad table. */
 gcoll_status_t gcoll_select_init(gcoll_comm_t comm);
 
-/* Choose the algorithm for a call; fills args->chunk_bytes / radix from the
- * row (0 = the algorithm's default). */
+/* Choose the algorithm for a call; fills args->chunk_bytes from the row
+ * (0 = the algorithm's default). */
 const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args);
 
 /* The chosen algorithm declined the call (GCOLL_ERR_NOT_SUPPORTED): the next

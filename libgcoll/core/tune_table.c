@@ -183,10 +183,12 @@ static gcoll_status_t parse_option(const origin_t *o, char *opt, gcoll_tune_row_
         if (gcoll_tune_parse_size(v, &r->chunk) || r->chunk == 0)
             return row_error(o, "chunk=%s is not a size in bytes > 0 (K, M, G suffixes)", v);
         return GCOLL_SUCCESS;
-    case 1:
-        if (parse_int(v, &r->radix) || r->radix < 2)
+    case 1: {   /* accepted as ever, but no algorithm takes a radix: not kept */
+        int radix;
+        if (parse_int(v, &radix) || radix < 2)
             return row_error(o, "radix=%s is not an integer >= 2", v);
         return GCOLL_SUCCESS;
+    }
     case 2:
         return parse_conds(o, v, r);
     default:
@@ -260,7 +262,7 @@ static size_t key_bytes(const gcoll_tune_row_t *r, const gcoll_tune_key_t *k)
 
 static int row_matches(const gcoll_tune_row_t *r, const gcoll_tune_key_t *k)
 {
-    return r->coll == k->coll && (r->mem == GCOLL_TUNE_ANY_MEM || r->mem == k->mem) &&
+    return r->coll == k->coll && r->mem != GCOLL_MEM_CUDA &&
            in_count(k->nodes, r->nodes_lo, r->nodes_hi) && in_count(k->ppn, r->ppn_lo, r->ppn_hi) &&
            (k->conds & r->if_set) == r->if_set && !(k->conds & r->if_clear) &&
            in_bytes(key_bytes(r, k), r->bytes_lo, r->bytes_hi);
@@ -443,8 +445,7 @@ static void format_options(char *buf, size_t len, const gcoll_tune_row_t *r)
     }
     char sz[32];
     gcoll_tune_format_size(sz, sizeof sz, r->chunk);
-    if (r->chunk && n < len) n += (size_t)snprintf(buf + n, len - n, " chunk=%s", sz);
-    if (r->radix && n < len) snprintf(buf + n, len - n, " radix=%d", r->radix);
+    if (r->chunk && n < len) snprintf(buf + n, len - n, " chunk=%s", sz);
 }
 
 int gcoll_tune_format_row(char *buf, size_t len, const gcoll_tune_row_t *r)

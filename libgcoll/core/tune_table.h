@@ -8,6 +8,7 @@
  *   allreduce     host  *      *    0-16K      rdouble
  *   allreduce     *     2-*    2-*  16K-inf    hier       if=shm chunk=1M
  *
+ * mem is host, cuda or * (a cuda row never matches: see gcoll_tune_key_t);
  * nodes and ppn are inclusive integer ranges; bytes is the half-open range
  * [lo, hi) of count x dtype size (the benchmarks' message size), or with
  * size=total of count x dtype size x ranks.  The first matching row wins.
@@ -47,14 +48,13 @@ typedef enum {
 
 typedef struct {
     gcoll_coll_t        coll;
-    int                 mem;                  /* gcoll_memtype_t, or GCOLL_TUNE_ANY_MEM */
+    int                 mem;                  /* column 2: host, cuda or GCOLL_TUNE_ANY_MEM */
     int                 nodes_lo, nodes_hi;   /* inclusive */
     int                 ppn_lo, ppn_hi;       /* inclusive; ranks on the fullest node */
     size_t              bytes_lo, bytes_hi;   /* [lo, hi) */
     int                 size_total;           /* bytes counted over all ranks */
     const gcoll_algo_t *algo;
     size_t              chunk;                /* chunk=SIZE, 0 = algorithm default */
-    int                 radix;                /* radix=N, 0 = algorithm default */
     unsigned            if_set, if_clear;     /* conditions required true / false */
     const char         *src;                  /* "built-in", a path, "GCOLL_TUNE" */
     int                 line;                 /* line (row number in GCOLL_TUNE) */
@@ -68,10 +68,14 @@ typedef struct gcoll_tune_table {
     size_t            nsrcs;
 } gcoll_tune_table_t;
 
-/* What a call looks like to the table: all of it the same on every rank. */
+/* What a call looks like to the table: all of it the same on every rank.
+ * Every call the table decides runs on host memory (device buffers are
+ * staged through it, or served by the CUDA IPC path without a table), so
+ * the key has no memory type: rows whose mem column says cuda never match,
+ * host and * match every call.  The column stays in the format, so that
+ * every table written so far still loads. */
 typedef struct {
     gcoll_coll_t coll;
-    int          mem;        /* gcoll_memtype_t */
     int          nodes;
     int          ppn;        /* ranks on the fullest node */
     int          ranks;

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include "base/alloc.h"
 #include "core/comm.h"
+#include "core/engine.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "cuda/cuda_ipc.h"
@@ -122,10 +123,16 @@ gcoll_status_t gcoll_cuda_ipc_create(gcoll_comm_t comm, int device, gcoll_cuda_i
         x->me = comm->local_rank, x->nlocal = comm->local_size;
         mine.ok = shape_ok(comm, why, sizeof(why)) && setup_local(x, &mine, why, sizeof(why));
     }
-    /* every rank takes part in both exchanges, whatever failed locally */
-    MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, cards, sizeof(mine), MPI_BYTE, comm->node_comm);
-    int ok = mine.ok && open_peers(x, cards, why, sizeof(why)), all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi_comm);
+    /* every rank takes part in both exchanges, whatever failed locally; a
+     * failed exchange leaves its output undefined: nothing of it is used */
+    int got = MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, cards, sizeof(mine), MPI_BYTE,
+                            comm->node_comm) == MPI_SUCCESS;
+    if (!got && mine.ok) snprintf(why, sizeof(why), "MPI_Allgather of the IPC handles failed");
+    int ok = mine.ok && got && open_peers(x, cards, why, sizeof(why)), all_ok = 0;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm->mpi_comm) != MPI_SUCCESS) {
+        if (ok) snprintf(why, sizeof(why), "MPI_Allreduce of the set-up's outcome failed");
+        all_ok = ok = 0;
+    }
     if (prev >= 0) (void)cudaSetDevice(prev);
     if (!all_ok) {
         if (x) gcoll_cuda_ipc_destroy(x);   /* its node barrier matches the peers' */
@@ -235,7 +242,13 @@ static void rail_step(ipc_call_t *k, char *out, char *dst, size_t n)
         CUDA_STEP(k, cudaMemcpyAsync(host, out, bytes, cudaMemcpyDeviceToHost, x->stream),
                   "copy of the slice to host");
     CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
-    keep(k, gcoll_allreduce(host, host, n, k->dtype, k->op, k->rail));
+    /* gcoll_allreduce is a public call: it starts by clearing the sentence,
+     * which after a local failure is the one agree() returns with k->st */
+    char why[512] = "";
+    if (k->st != GCOLL_SUCCESS) snprintf(why, sizeof(why), "%s", gcoll_last_error());
+    gcoll_status_t st = gcoll_allreduce(host, host, n, k->dtype, k->op, k->rail);
+    if (k->st != GCOLL_SUCCESS) gcoll_error_restore(why);
+    else keep(k, st);
     if (!bytes) return;
     CUDA_STEP(k, cudaMemcpyAsync(out, host, bytes, cudaMemcpyHostToDevice, x->stream),
               "copy of the slice from host");
@@ -292,12 +305,35 @@ static gcoll_status_t agree(ipc_call_t *k)
     return GCOLL_SUCCESS;
 }
 
+/* The call's bytes in the communicator's counters, as the host path counts
+ * them: the input this rank exposed to its node (once per call, as a NODE
+ * allreduce step counts it) and what the rail level sent, which the rail
+ * sub-communicator counted (gcoll_stats_t: all levels). */
+static void count_bytes(const ipc_call_t *k, size_t count, const gcoll_stats_t *rail0)
+{
+    gcoll_comm_t c = k->x->comm;
+    gcoll_engine_lock();   /* the progress thread counts too */
+    if (k->st == GCOLL_SUCCESS && k->x->nlocal > 1) c->stats.bytes_sent += count * k->dt;
+    if (k->rail) {
+        c->stats.bytes_sent += k->rail->stats.bytes_sent - rail0->bytes_sent;
+        c->stats.bytes_sent_inter_node +=
+            k->rail->stats.bytes_sent_inter_node - rail0->bytes_sent_inter_node;
+    }
+    gcoll_engine_unlock();
+}
+
 gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *x, const void *src, int src_dev,
                                         void *dst, int dst_dev, size_t count,
                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t rail)
 {
     ipc_call_t k = { x, rail, dtype, op == GCOLL_AVG ? GCOLL_SUM : op, gcoll_dtype_size(dtype),
                      GCOLL_SUCCESS };
+    gcoll_stats_t rail0 = { 0, 0, 0 };
+    if (rail) {
+        gcoll_engine_lock();
+        rail0 = rail->stats;
+        gcoll_engine_unlock();
+    }
     if (src_dev != x->device || dst_dev != x->device)
         k.st = GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce: sendbuf is on %s %d and "
                            "recvbuf on device %d, but this communicator's device path runs on "
@@ -318,5 +354,6 @@ gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *x, const void *src, in
         CUDA_STEP(&k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
     }
     if (prev >= 0 && prev != x->device) (void)cudaSetDevice(prev);
+    count_bytes(&k, count, &rail0);
     return agree(&k);
 }

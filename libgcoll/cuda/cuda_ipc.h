@@ -52,7 +52,11 @@ int gcoll_cuda_ipc_device(const gcoll_cuda_ipc_t *ipc);
  * end.  Returns when dst holds the result.  rail: the ranks with my local
  * index on every node, NULL on a single node.  Collective: a rank that
  * cannot do its part (a CUDA error, buffers not on the path's device) still
- * takes part, and then every rank returns an error. */
+ * takes part, and then every rank returns an error, with the sentence of
+ * its own first failure (or one naming another rank's).  The call's bytes
+ * go into comm's counters: the input this rank exposed to its node, and
+ * what the rail level sent (counted by the rail sub-communicator, folded in
+ * at the end of the call, as the compressed allreduce folds its levels). */
 gcoll_status_t gcoll_cuda_ipc_allreduce(gcoll_cuda_ipc_t *ipc, const void *src, int src_dev,
                                         void *dst, int dst_dev, size_t count,
                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t rail);

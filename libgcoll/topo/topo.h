@@ -112,9 +112,4 @@ gcoll_status_t gcoll_topo_assign(const gcoll_topo_t *topo, int local_rank, int l
  * decided: nodes, ranks per node, and the GPU and NIC of every rank. */
 gcoll_status_t gcoll_topo_report(gcoll_comm_t comm, const char *xml, FILE *out);
 
-/* `gcoll_info --topo[=FILE.xml]`: initialises MPI (a singleton without
- * mpirun), runs gcoll_topo_report over MPI_COMM_WORLD, finalises; returns
- * the exit status.  The only place in libgcoll that calls MPI_Init. */
-int gcoll_topo_info_main(const char *option);
-
 #endif

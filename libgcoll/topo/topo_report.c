@@ -99,34 +99,3 @@ gcoll_status_t gcoll_topo_report(gcoll_comm_t comm, const char *xml, FILE *out)
     gcoll_topo_destroy(topo);
     return st;
 }
-
-int gcoll_topo_info_main(const char *option)
-{
-    const char *eq = option ? strchr(option, '=') : NULL;
-    const char *xml = eq && eq[1] ? eq + 1 : NULL;
-    int inited = 0, rc = 0;
-    MPI_Initialized(&inited);
-    if (!inited && MPI_Init(NULL, NULL) != MPI_SUCCESS) {
-        fprintf(stderr, "gcoll_info: MPI_Init failed\n");
-        return 1;
-    }
-    gcoll_comm_t comm = NULL;
-    char why[256] = "";
-    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &comm);
-    if (st == GCOLL_SUCCESS) {
-        st = gcoll_topo_report(comm, xml, stdout);
-        /* keep the sentence: destroying the communicator clears it */
-        snprintf(why, sizeof(why), "%s", gcoll_last_error());
-        gcoll_comm_destroy(comm);
-    } else {
-        snprintf(why, sizeof(why), "%s", gcoll_last_error());
-    }
-    if (st != GCOLL_SUCCESS) {
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank == 0) fprintf(stderr, "gcoll_info: %s\n", why);
-        rc = 1;
-    }
-    if (!inited) MPI_Finalize();
-    return rc;
-}

@@ -222,19 +222,22 @@ static gcoll_status_t gcoll_tl_mpi_check_count(gcoll_tl_req_t *req, MPI_Status *
         return gcoll_tl_mpi_error(st->MPI_ERROR, "receive", req->peer);
     }
     if (m->bytes > GCOLL_TL_MPI_MAX_COUNT) {
-        /* a large message travels as a derived type: count its bytes
-         * (MPI_Get_elements_x counts basic elements, here bytes) */
+        /* a large message travels as a derived type (freed once posted):
+         * count its bytes, which MPI_Get_elements_x gives as the number of
+         * MPI_BYTE elements received whatever type the receive used */
         MPI_Count n = 0;
-        MPI_Get_elements_x(st, MPI_BYTE, &n);
-        if ((size_t)n != m->bytes) {
+        int rc = MPI_Get_elements_x(st, MPI_BYTE, &n);
+        if (rc != MPI_SUCCESS) return gcoll_tl_mpi_error(rc, "receive size query", req->peer);
+        if (n == MPI_UNDEFINED || n < 0 || (size_t)n != m->bytes) {
             return GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
                                "mpi receive from rank %d got %lld bytes where %zu were expected",
                                req->peer, (long long)n, m->bytes);
         }
         return GCOLL_SUCCESS;
     }
-    MPI_Get_count(st, MPI_BYTE, &got);
-    if ((size_t)got != m->bytes) {
+    int rc = MPI_Get_count(st, MPI_BYTE, &got);
+    if (rc != MPI_SUCCESS) return gcoll_tl_mpi_error(rc, "receive size query", req->peer);
+    if (got == MPI_UNDEFINED || got < 0 || (size_t)got != m->bytes) {
         return GCOLL_ERROR(GCOLL_ERR_TRANSPORT,
                            "mpi receive from rank %d got %d bytes where %zu were expected",
                            req->peer, got, m->bytes);

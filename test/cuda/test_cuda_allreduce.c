@@ -153,6 +153,12 @@ static void mixed_buffers(gcoll_comm_t comm)
     if (st != want)
         FAIL("host sendbuf into a device recvbuf: status %d (%s), expected %d", (int)st,
              gcoll_last_error(), (int)want);
+    /* the sentence of this rank's own failure survives the rail allreduce
+     * that follows it on several nodes (a public call that clears it) */
+    checks++;
+    if (st == GCOLL_ERR_INVALID_ARG && !strstr(gcoll_last_error(), "device path"))
+        FAIL("host sendbuf into a device recvbuf: the sentence is \"%s\", not the device "
+             "path's own", gcoll_last_error());
     cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
     memset(got, 0, bytes);
     st = gcoll_allreduce(d, got, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
@@ -162,6 +168,40 @@ static void mixed_buffers(gcoll_comm_t comm)
              "differing from MPI's", (int)st, gcoll_last_error());
     cudaFree(d);
     free(h), free(ref), free(got);
+}
+
+/* The IPC path counts bytes as the host path does: what this rank exposed
+ * to its node, and the rail level's traffic, inter-node where the rails
+ * cross nodes (gcoll_stats_t: all levels). */
+static void stats_counted(gcoll_comm_t comm)
+{
+    size_t n = 65537, bytes = n * sizeof(float);
+    float *h = malloc(bytes);
+    void *d = NULL;
+    fill(h, n, GCOLL_FLOAT32, rank);
+    cudaMalloc(&d, bytes);
+    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    gcoll_stats_t before, after;
+    gcoll_comm_get_stats(comm, &before);
+    gcoll_status_t st = gcoll_allreduce(d, d, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
+    gcoll_comm_get_stats(comm, &after);
+    checks++;
+    if (st != GCOLL_SUCCESS) FAIL("stats: allreduce: %s", gcoll_last_error());
+    checks++;
+    if (after.calls != before.calls + 1)
+        FAIL("stats: calls grew by %llu, expected 1",
+             (unsigned long long)(after.calls - before.calls));
+    if (size > 1 && comm->cuda_ipc_state == 1) {
+        checks++;
+        if (after.bytes_sent <= before.bytes_sent)
+            FAIL("stats: a device allreduce on the IPC path counted no bytes sent");
+        checks++;
+        if (comm->nnodes > 1 && after.bytes_sent_inter_node <= before.bytes_sent_inter_node)
+            FAIL("stats: %d nodes, but the rail level's bytes are not counted as inter-node",
+                 comm->nnodes);
+    }
+    cudaFree(d);
+    free(h);
 }
 
 static int probe(void)
@@ -215,6 +255,7 @@ int main(int argc, char **argv)
     one_case(comm, GCOLL_FLOAT32, GCOLL_SUM, 65537, 0, 1);
     one_case(comm, GCOLL_FLOAT16, GCOLL_MAX, 4099, 0, 3);
     mixed_buffers(comm);
+    stats_counted(comm);
 
     const char *expect = getenv("GCOLL_TEST_EXPECT_IPC");
     if (expect && *expect) {

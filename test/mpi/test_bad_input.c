@@ -215,6 +215,76 @@ static void test_count_zero(gcoll_comm_t c)
     expect("alltoall count=0 NULL", gcoll_alltoall(NULL, NULL, 0, GCOLL_FLOAT32, c), GCOLL_SUCCESS);
 }
 
+/* Buffers overlapping outside the in-place forms are refused on the rank
+ * that passes them (gcoll.h), before any communication; the in-place forms
+ * still work. */
+static void test_overlap(gcoll_comm_t c)
+{
+    enum { N = 4 };   /* elements per block */
+    int *buf = calloc((size_t)(2 * size + 2) * N, sizeof(int));
+    /* one element past the in-place position, on every rank */
+    expect_invalid("allgather sendbuf == recvbuf + rank*count + 1",
+                   gcoll_allgather(buf + rank * N + 1, buf, N, GCOLL_INT32, c));
+    expect_invalid("reduce_scatter recvbuf == sendbuf + rank*count + 1",
+                   gcoll_reduce_scatter(buf, buf + rank * N + 1, N, GCOLL_INT32, GCOLL_SUM, c));
+    expect_invalid("allreduce sendbuf == recvbuf + 1",
+                   gcoll_allreduce(buf + 1, buf, N, GCOLL_INT32, GCOLL_SUM, c));
+    expect_invalid("alltoall sendbuf == recvbuf + 1",
+                   gcoll_alltoall(buf + 1, buf, N, GCOLL_INT32, c));
+    gcoll_request_t req = GCOLL_REQUEST_NULL;
+    expect_invalid("iallgather sendbuf == recvbuf + rank*count + 1",
+                   gcoll_iallgather(buf + rank * N + 1, buf, N, GCOLL_INT32, c, &req));
+    expect_invalid("allgather_init sendbuf == recvbuf + rank*count + 1",
+                   gcoll_allgather_init(buf + rank * N + 1, buf, N, GCOLL_INT32, c, &req));
+
+    /* the in-place forms: exact */
+    for (int i = 0; i < size * N; i++) buf[i] = i / N == rank ? rank + 1 : -1;
+    gcoll_status_t st = gcoll_allgather(buf + rank * N, buf, N, GCOLL_INT32, c);
+    expect("allgather in place", st, GCOLL_SUCCESS);
+    for (int i = 0; st == GCOLL_SUCCESS && i < size * N; i++)
+        if (buf[i] != i / N + 1) {
+            fail("allgather in place", "element %d is %d, expected %d", i, buf[i], i / N + 1);
+            break;
+        }
+    for (int i = 0; i < size * N; i++) buf[i] = i;
+    st = gcoll_reduce_scatter(buf, buf + rank * N, N, GCOLL_INT32, GCOLL_SUM, c);
+    expect("reduce_scatter in place", st, GCOLL_SUCCESS);
+    for (int i = 0; st == GCOLL_SUCCESS && i < N; i++)
+        if (buf[rank * N + i] != (rank * N + i) * size) {
+            fail("reduce_scatter in place", "element %d is %d, expected %d", i, buf[rank * N + i],
+                 (rank * N + i) * size);
+            break;
+        }
+    free(buf);
+}
+
+/* sendbuf == recvbuf is allgather's in-place form on rank 0 only: elsewhere
+ * the send block overlaps block 0 of the output, and copying it there
+ * would read bytes already overwritten.  Those ranks are refused at once
+ * (rank 0 does not call: it could not tell, and would wait for them).  On
+ * a communicator of its own with a short GCOLL_TIMEOUT, so that a library
+ * that took the call as a collective fails quickly instead of hanging. */
+static void test_allgather_same_pointer(void)
+{
+    if (size < 2) return;
+    const char *old = getenv("GCOLL_TIMEOUT");
+    char keep[64] = "";
+    if (old) snprintf(keep, sizeof(keep), "%s", old);
+    setenv("GCOLL_TIMEOUT", "5", 1);
+    gcoll_comm_t c = NULL;
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &c);
+    if (old) setenv("GCOLL_TIMEOUT", keep, 1);
+    else unsetenv("GCOLL_TIMEOUT");
+    expect("gcoll_comm_create (GCOLL_TIMEOUT=5)", st, GCOLL_SUCCESS);
+    if (st != GCOLL_SUCCESS) return;
+    int *buf = calloc((size_t)size * 4, sizeof(int));
+    if (rank != 0)
+        expect_invalid("allgather sendbuf == recvbuf on a rank other than 0",
+                       gcoll_allgather(buf, buf, 4, GCOLL_INT32, c));
+    free(buf);
+    expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
+}
+
 /* After all that, the communicator still works. */
 static void test_still_works(gcoll_comm_t c)
 {
@@ -241,6 +311,7 @@ static void test_collectives(void)
     test_bad_root(c, size);
     test_bad_out_pointers(c);
     test_count_zero(c);
+    test_overlap(c);
     test_still_works(c);
     expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
 }
@@ -256,6 +327,7 @@ int main(int argc, char **argv)
     test_create();
     test_dead_handle("NULL", NULL);
     test_collectives();
+    test_allgather_same_pointer();
     test_destroyed();
     alarm(0);
 

@@ -17,7 +17,9 @@
  *   cancel     a receive that nothing matches is cancelled; the transport
  *              keeps working afterwards;
  *   huge (-H)  one message of 2 GiB + 4099 B between ranks 0 and 1 (about
- *              9 GiB of memory for the two ranks).
+ *              9 GiB of memory for the two ranks), then receives of that
+ *              size that get one byte less, one byte more or 100 B, which
+ *              must fail with GCOLL_ERR_TRANSPORT as small ones do.
  * With -v, ranks 0 and 1 also measure one-way latency at 8 B (ping-pong) and
  * bandwidth at 4 MiB (window of 8): informational, never a failure.
  *
@@ -371,6 +373,38 @@ static void tt_mismatch(tt_t *t)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Beyond INT_MAX bytes the size check must hold too: a receive of `bytes`
+ * (above INT_MAX) that gets one byte less, or a short message, fails with
+ * GCOLL_ERR_TRANSPORT; so does a message above INT_MAX into a receive of
+ * one byte less (truncation).  Ranks 0 and 1 only; buf holds bytes. */
+static void tt_huge_mismatch(tt_t *t, uint8_t *buf, size_t bytes)
+{
+    static const struct { size_t less_sent, less_recv; const char *what; } cases[] = {
+        { 1, 0, "a message of one byte less" },
+        { 0, 1, "a message of one byte more (truncation)" },
+        { 0, 0, "a short message" },   /* 100 B: sent_bytes below */
+    };
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t sent = i == 2 ? 100 : bytes - cases[i].less_sent;
+        size_t want = bytes - cases[i].less_recv;
+        gcoll_tl_req_t req;
+        if (t->rank == 0) {
+            tt_post(t, "huge mismatch", 0, 1, 20 + i, buf, sent, &req);
+        } else {
+            tt_post(t, "huge mismatch", 1, 0, 20 + i, buf, want, &req);
+        }
+        while (!req.done) {
+            t->tl->progress(t->ctx);
+            t->tl->test(t->ctx, &req);
+        }
+        if (t->rank == 1 && req.status != GCOLL_ERR_TRANSPORT) {
+            tt_fail(t, "huge mismatch", "a receive of %zu B that got %s (%zu B) completed with "
+                    "status %d, expected %d", want, cases[i].what, sent, (int)req.status,
+                    (int)GCOLL_ERR_TRANSPORT);
+        }
+    }
+}
+
 /* Beyond INT_MAX bytes: MPI must describe it without an int overflow. */
 static void tt_huge_msg(tt_t *t)
 {
@@ -393,6 +427,7 @@ static void tt_huge_msg(tt_t *t)
     if (t->rank == 1) {
         tt_check(t, "huge", buf, bytes, 0, 9);
     }
+    tt_huge_mismatch(t, buf, bytes);
     free(buf);
 }
 

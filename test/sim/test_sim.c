@@ -782,10 +782,10 @@ static gcoll_status_t direct_reduce(const gcoll_coll_args_t *a, const gcoll_grou
 }
 
 static const gcoll_algo_t direct_allreduce_algo = {
-    "direct", GCOLL_COLL_ALLREDUCE, "test only", direct_allreduce, NULL
+    "direct", GCOLL_COLL_ALLREDUCE, "test only", direct_allreduce
 };
 static const gcoll_algo_t direct_reduce_algo = {
-    "direct", GCOLL_COLL_REDUCE, "test only", direct_reduce, NULL
+    "direct", GCOLL_COLL_REDUCE, "test only", direct_reduce
 };
 
 static void checker_expect(const char *what, int failed, int want_fail)

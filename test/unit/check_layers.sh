@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The layers point one way: libgcoll/base (status, logging, configuration,
 # datatypes and their kernels) includes nothing of libgcoll above it.  Fails,
-# naming the line, if a file there includes a libgcoll header outside base/.
+# naming the line, if a file there includes a libgcoll header outside base/,
+# or if the library itself calls MPI_Init or MPI_Finalize.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bad=$(grep -n '#include "' "$top"/libgcoll/base/*.[ch] |
@@ -15,5 +16,14 @@ if [ -n "$bad" ]; then
     exit 1
 fi
 [ "$count" -ge 10 ] || { echo "FAIL: only $count files in libgcoll/base"; exit 1; }
+# The library runs inside the application's MPI: only the tools (tools/)
+# initialise or finalise MPI.
+mpi=$(grep -rn -E '\bMPI_(Init|Init_thread|Finalize) *\(' "$top"/libgcoll --include='*.[ch]')
+if [ -n "$mpi" ]; then
+    echo "FAIL: libgcoll initialises or finalises MPI (only tools/ may):"
+    echo "$mpi" | sed "s#^$top/##"
+    echo "check_layers: 0 passed, 1 failed"
+    exit 1
+fi
 echo "PASS: $count files of libgcoll/base include only base/ and the public header"
 exit 0

@@ -62,15 +62,9 @@ static gcoll_status_t allgather_bruck_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double allgather_bruck_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return gcoll_log2_ceil(nranks) * p->alpha + (double)(nranks - 1) * (double)bytes * p->beta;
-}
-
 const gcoll_algo_t gcoll_algo_allgather_bruck = {
     .name    = "bruck",
     .coll    = GCOLL_COLL_ALLGATHER,
     .summary = "Bruck: ceil(log2 P) rounds for any P, then a local rotation",
     .build   = allgather_bruck_build,
-    .cost    = allgather_bruck_cost,
 };

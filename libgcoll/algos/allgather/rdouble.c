@@ -49,17 +49,9 @@ static gcoll_status_t allgather_rdouble_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double allgather_rdouble_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    if (gcoll_pow2_floor(nranks) != nranks)
-        return gcoll_algo_allgather_bruck.cost(p, nranks, bytes);
-    return gcoll_log2_ceil(nranks) * p->alpha + (double)(nranks - 1) * (double)bytes * p->beta;
-}
-
 const gcoll_algo_t gcoll_algo_allgather_rdouble = {
     .name    = "rdouble",
     .coll    = GCOLL_COLL_ALLGATHER,
     .summary = "recursive doubling: log2 P rounds (powers of two; Bruck otherwise)",
     .build   = allgather_rdouble_build,
-    .cost    = allgather_rdouble_cost,
 };

@@ -43,15 +43,9 @@ static gcoll_status_t allgather_ring_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double allgather_ring_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return (nranks - 1) * (p->alpha + (double)bytes * p->beta);
-}
-
 const gcoll_algo_t gcoll_algo_allgather_ring = {
     .name    = "ring",
     .coll    = GCOLL_COLL_ALLGATHER,
     .summary = "ring: P-1 steps, each rank forwards one block; bandwidth-optimal",
     .build   = allgather_ring_build,
-    .cost    = allgather_ring_cost,
 };

@@ -134,20 +134,9 @@ static gcoll_status_t allreduce_rabenseifner_build(const gcoll_coll_args_t *args
     return s->status;
 }
 
-static double allreduce_rabenseifner_cost(const gcoll_cost_params_t *p, int nranks,
-                                          size_t bytes)
-{
-    int p2 = gcoll_pow2_floor(nranks);
-    double n = (double)bytes, frac = (double)(p2 - 1) / p2;
-    double t = 2 * gcoll_log2_ceil(p2) * p->alpha + frac * n * (2 * p->beta + p->gamma);
-    if (p2 != nranks) t += 2 * p->alpha + 2 * n * p->beta + n * p->gamma;
-    return t;
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_rabenseifner = {
     .name    = "rabenseifner",
     .coll    = GCOLL_COLL_ALLREDUCE,
     .summary = "recursive-halving reduce-scatter + recursive-doubling allgather; fold",
     .build   = allreduce_rabenseifner_build,
-    .cost    = allreduce_rabenseifner_cost,
 };

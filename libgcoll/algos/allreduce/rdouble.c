@@ -75,19 +75,9 @@ static gcoll_status_t allreduce_rdouble_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double allreduce_rdouble_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    int p2 = gcoll_pow2_floor(nranks);
-    double n = (double)bytes;
-    double t = gcoll_log2_ceil(p2) * (p->alpha + n * p->beta + n * p->gamma);
-    if (p2 != nranks) t += 2 * p->alpha + 2 * n * p->beta + n * p->gamma;
-    return t;
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_rdouble = {
     .name    = "rdouble",
     .coll    = GCOLL_COLL_ALLREDUCE,
     .summary = "recursive doubling, whole buffer each round; fold for non-powers of two",
     .build   = allreduce_rdouble_build,
-    .cost    = allreduce_rdouble_cost,
 };

@@ -38,16 +38,9 @@ static gcoll_status_t allreduce_rb_build(const gcoll_coll_args_t *args, const gc
     return gcoll_algo_bcast_binomial.build(&bcast, g, s);
 }
 
-static double allreduce_rb_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return gcoll_algo_reduce_binomial.cost(p, nranks, bytes) +
-           gcoll_algo_bcast_binomial.cost(p, nranks, bytes);
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_reduce_bcast = {
     .name    = "reduce_bcast",
     .coll    = GCOLL_COLL_ALLREDUCE,
     .summary = "binomial reduce to one rank then binomial broadcast; 2 log P steps, any P",
     .build   = allreduce_rb_build,
-    .cost    = allreduce_rb_cost,
 };

@@ -128,22 +128,9 @@ static gcoll_status_t allreduce_ring_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-/* Rounds of the pipeline at the default chunk. */
-static double allreduce_ring_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    if (nranks <= 1) return 0.0;
-    int len = 2 * (nranks - 1), depth = RING_DEPTH < len ? RING_DEPTH : len;
-    size_t seg = (size_t)RING_CHUNK_DEFAULT * (size_t)nranks;
-    size_t nseg = bytes ? (bytes + seg - 1) / seg : 1;
-    double rounds = (double)(gcoll_pipe_start(nseg - 1, depth, len) + (size_t)len);
-    double frac = (double)(nranks - 1) / nranks;
-    return rounds * p->alpha + frac * (double)bytes * (2.0 * p->beta + p->gamma);
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_ring = {
     .name    = "ring",
     .coll    = GCOLL_COLL_ALLREDUCE,
     .summary = "ring reduce-scatter + allgather, pipelined in chunks; bandwidth-optimal",
     .build   = allreduce_ring_build,
-    .cost    = allreduce_ring_cost,
 };

@@ -115,15 +115,9 @@ static gcoll_status_t alltoall_bruck_build(const gcoll_coll_args_t *args, const 
     return s->status;
 }
 
-static double alltoall_bruck_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return gcoll_log2_ceil(nranks) * (p->alpha + (double)(nranks / 2) * (double)bytes * p->beta);
-}
-
 const gcoll_algo_t gcoll_algo_alltoall_bruck = {
     .name    = "bruck",
     .coll    = GCOLL_COLL_ALLTOALL,
     .summary = "Bruck's log P steps of packed blocks, any P; for small messages",
     .build   = alltoall_bruck_build,
-    .cost    = alltoall_bruck_cost,
 };

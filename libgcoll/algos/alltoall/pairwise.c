@@ -44,15 +44,9 @@ static gcoll_status_t alltoall_pairwise_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double alltoall_pairwise_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return (nranks - 1) * (p->alpha + (double)bytes * p->beta);
-}
-
 const gcoll_algo_t gcoll_algo_alltoall_pairwise = {
     .name    = "pairwise",
     .coll    = GCOLL_COLL_ALLTOALL,
     .summary = "P-1 steps of exchange with me+k and me-k; for large messages",
     .build   = alltoall_pairwise_build,
-    .cost    = alltoall_pairwise_cost,
 };

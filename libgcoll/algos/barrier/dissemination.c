@@ -38,16 +38,9 @@ static gcoll_status_t barrier_dissemination_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double barrier_dissemination_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    (void)bytes;
-    return gcoll_log2_ceil(nranks) * p->alpha;
-}
-
 const gcoll_algo_t gcoll_algo_barrier_dissemination = {
     .name    = "dissemination",
     .coll    = GCOLL_COLL_BARRIER,
     .summary = "ceil(log2 P) rounds of one-byte signals to me+2^k; any P",
     .build   = barrier_dissemination_build,
-    .cost    = barrier_dissemination_cost,
 };

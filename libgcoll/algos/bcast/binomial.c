@@ -71,15 +71,9 @@ static gcoll_status_t bcast_binomial_build(const gcoll_coll_args_t *args, const 
     return s->status;
 }
 
-static double bcast_binomial_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return gcoll_log2_ceil(nranks) * (p->alpha + (double)bytes * p->beta);
-}
-
 const gcoll_algo_t gcoll_algo_bcast_binomial = {
     .name    = "binomial",
     .coll    = GCOLL_COLL_BCAST,
     .summary = "binomial tree from any root, pipelined in chunks; log P steps, for small messages",
     .build   = bcast_binomial_build,
-    .cost    = bcast_binomial_cost,
 };

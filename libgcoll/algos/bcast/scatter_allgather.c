@@ -87,16 +87,9 @@ static gcoll_status_t bcast_sag_build(const gcoll_coll_args_t *args, const gcoll
     return s->status;
 }
 
-static double bcast_sag_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    double frac = nranks > 1 ? (double)(nranks - 1) / nranks : 0.0;
-    return (gcoll_log2_ceil(nranks) + nranks - 1) * p->alpha + 2.0 * frac * (double)bytes * p->beta;
-}
-
 const gcoll_algo_t gcoll_algo_bcast_scatter_allgather = {
     .name    = "scatter_allgather",
     .coll    = GCOLL_COLL_BCAST,
     .summary = "binomial scatter then ring allgather (van de Geijn); for large messages",
     .build   = bcast_sag_build,
-    .cost    = bcast_sag_cost,
 };

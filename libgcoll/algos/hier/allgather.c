@@ -127,12 +127,7 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     return st;
 }
 
-static double cost(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    return (n - 1) * p->alpha + (double)bytes * p->beta * (n - 1) / (n > 0 ? n : 1);
-}
-
 const gcoll_algo_t gcoll_algo_allgather_hier = {
     "hier", GCOLL_COLL_ALLGATHER,
     "shm gather per node, leaders allgather node regions, shm bcast (equal, consecutive nodes)",
-    build, cost };
+    build };

@@ -160,25 +160,11 @@ static gcoll_status_t build_hier(const gcoll_coll_args_t *a, const gcoll_group_t
     return st;
 }
 
-/* Two shared-memory passes plus a ring over nodes on 1/L of the data; the
- * inter-node term dominates, so it is what the model counts. */
-static double cost_hier(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    return 2.0 * (n - 1) * p->alpha + 2.0 * (double)bytes * p->beta * (n - 1) / (n > 0 ? n : 1);
-}
-
-static double cost_leader(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    int rounds = 0;
-    while ((1 << rounds) < n) rounds++;
-    return rounds * (p->alpha + (double)bytes * (p->beta + p->gamma));
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_hier = {
     "hier", GCOLL_COLL_ALLREDUCE,
     "node reduce-scatter (shm), rail allreduce across nodes, node allgather (shm)",
-    build_hier, cost_hier };
+    build_hier };
 const gcoll_algo_t gcoll_algo_allreduce_hier_leader = {
     "hier_leader", GCOLL_COLL_ALLREDUCE,
     "node reduce to leader (shm), leaders allreduce, node bcast (shm); any node shape",
-    build_leader, cost_leader };
+    build_leader };

@@ -126,14 +126,7 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     return st;
 }
 
-/* The node level costs two exchanges of (L-1)/L of the data; the model sees
- * one level, so it charges the rail's share like hier and one extra pass. */
-static double cost(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    return 2.0 * (n - 1) * p->alpha + 3.0 * (double)bytes * p->beta * (n - 1) / (n > 0 ? n : 1);
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_hier_p2p = {
     "hier_p2p", GCOLL_COLL_ALLREDUCE,
     "node reduce-scatter and allgather by point-to-point messages, rail allreduce across nodes",
-    build, cost };
+    build };

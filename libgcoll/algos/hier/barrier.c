@@ -25,13 +25,6 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     return st;
 }
 
-static double cost(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    int rounds = 0;
-    while ((1 << rounds) < n) rounds++;
-    return (rounds + 2) * p->alpha;
-}
-
 const gcoll_algo_t gcoll_algo_barrier_hier = {
     "hier", GCOLL_COLL_BARRIER, "shm barrier, dissemination among node leaders, shm barrier",
-    build, cost };
+    build };

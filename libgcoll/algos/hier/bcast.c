@@ -102,13 +102,6 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     return st;
 }
 
-static double cost(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    int rounds = 0;
-    while ((1 << rounds) < n) rounds++;
-    return rounds * (p->alpha + (double)bytes * p->beta);
-}
-
 const gcoll_algo_t gcoll_algo_bcast_hier = {
     "hier", GCOLL_COLL_BCAST, "binomial bcast among node heads, then shm bcast in each node",
-    build, cost };
+    build };

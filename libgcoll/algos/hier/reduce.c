@@ -121,13 +121,6 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     return st;
 }
 
-static double cost(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    int rounds = 0;
-    while ((1 << rounds) < n) rounds++;
-    return rounds * (p->alpha + (double)bytes * (p->beta + p->gamma));
-}
-
 const gcoll_algo_t gcoll_algo_reduce_hier = {
     "hier", GCOLL_COLL_REDUCE, "shm reduce to each node's head, binomial reduce among heads",
-    build, cost };
+    build };

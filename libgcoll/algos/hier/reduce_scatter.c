@@ -151,12 +151,7 @@ static gcoll_status_t build(const gcoll_coll_args_t *a, const gcoll_group_t *g, 
     return st;
 }
 
-static double cost(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    return (n - 1) * p->alpha + (double)bytes * (p->beta + p->gamma) * (n - 1) / (n > 0 ? n : 1);
-}
-
 const gcoll_algo_t gcoll_algo_reduce_scatter_hier = {
     "hier", GCOLL_COLL_REDUCE_SCATTER,
     "shm reduce per node, leaders reduce-scatter node regions, shm bcast (equal, consecutive nodes)",
-    build, cost };
+    build };

@@ -74,28 +74,21 @@ static gcoll_status_t build_barrier(const gcoll_coll_args_t *a, const gcoll_grou
     return GCOLL_SUCCESS;
 }
 
-/* Shared memory: a handshake of ~0.2 us, then the data crosses memory about
- * twice (copy in, reduce/copy out) at the node's memory bandwidth (beta). */
-static double cost_shm(const gcoll_cost_params_t *p, int n, size_t bytes)
-{
-    return p->alpha + 2.0 * (double)bytes * p->beta + (double)bytes * p->gamma / (n > 0 ? n : 1);
-}
-
 const gcoll_algo_t gcoll_algo_allreduce_shm = {
     "shm", GCOLL_COLL_ALLREDUCE, "one node: slices reduced in parallel in a shared segment",
-    build_allreduce, cost_shm };
+    build_allreduce };
 const gcoll_algo_t gcoll_algo_bcast_shm = {
     "shm", GCOLL_COLL_BCAST, "one node: root copies into a shared segment, all copy out",
-    build_bcast, cost_shm };
+    build_bcast };
 const gcoll_algo_t gcoll_algo_reduce_shm = {
     "shm", GCOLL_COLL_REDUCE, "one node: slices reduced in parallel, gathered at the root",
-    build_reduce, cost_shm };
+    build_reduce };
 const gcoll_algo_t gcoll_algo_allgather_shm = {
     "shm", GCOLL_COLL_ALLGATHER, "one node: blocks through a shared segment",
-    build_allgather, cost_shm };
+    build_allgather };
 const gcoll_algo_t gcoll_algo_reduce_scatter_shm = {
     "shm", GCOLL_COLL_REDUCE_SCATTER, "one node: each rank reduces its block from shared slots",
-    build_reduce_scatter, cost_shm };
+    build_reduce_scatter };
 const gcoll_algo_t gcoll_algo_barrier_shm = {
     "shm", GCOLL_COLL_BARRIER, "one node: sequence flags in a shared segment",
-    build_barrier, cost_shm };
+    build_barrier };

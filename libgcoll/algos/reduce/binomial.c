@@ -129,15 +129,9 @@ static gcoll_status_t reduce_binomial_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-static double reduce_binomial_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    return gcoll_log2_ceil(nranks) * (p->alpha + (double)bytes * (p->beta + p->gamma));
-}
-
 const gcoll_algo_t gcoll_algo_reduce_binomial = {
     .name    = "binomial",
     .coll    = GCOLL_COLL_REDUCE,
     .summary = "binomial tree to any root, pipelined in chunks; log P steps, for small messages",
     .build   = reduce_binomial_build,
-    .cost    = reduce_binomial_cost,
 };

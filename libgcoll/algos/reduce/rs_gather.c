@@ -109,16 +109,9 @@ static gcoll_status_t reduce_rsg_build(const gcoll_coll_args_t *args, const gcol
     return s->status;
 }
 
-static double reduce_rsg_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    double part = nranks > 1 ? (double)bytes * (nranks - 1) / nranks : 0.0;
-    return (nranks - 1 + gcoll_log2_ceil(nranks)) * p->alpha + part * (2.0 * p->beta + p->gamma);
-}
-
 const gcoll_algo_t gcoll_algo_reduce_rs_gather = {
     .name    = "rs_gather",
     .coll    = GCOLL_COLL_REDUCE,
     .summary = "ring reduce-scatter then binomial gather to the root; for large messages",
     .build   = reduce_rsg_build,
-    .cost    = reduce_rsg_cost,
 };

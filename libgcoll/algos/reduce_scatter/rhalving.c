@@ -135,20 +135,9 @@ static gcoll_status_t reduce_scatter_rhalving_build(const gcoll_coll_args_t *arg
     return s->status;
 }
 
-static double reduce_scatter_rhalving_cost(const gcoll_cost_params_t *p, int nranks,
-                                           size_t bytes)
-{
-    int p2 = gcoll_pow2_floor(nranks);
-    double n = (double)bytes, big = n * nranks, frac = (double)(p2 - 1) / p2;
-    double t = gcoll_log2_ceil(p2) * p->alpha + frac * big * (p->beta + p->gamma);
-    if (p2 != nranks) t += 2 * p->alpha + (big + n) * p->beta + big * p->gamma;
-    return t;
-}
-
 const gcoll_algo_t gcoll_algo_reduce_scatter_rhalving = {
     .name    = "rhalving",
     .coll    = GCOLL_COLL_REDUCE_SCATTER,
     .summary = "recursive halving: log2 P rounds of halving size; fold for non-powers of two",
     .build   = reduce_scatter_rhalving_build,
-    .cost    = reduce_scatter_rhalving_cost,
 };

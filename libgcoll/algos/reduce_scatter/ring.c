@@ -115,20 +115,9 @@ static gcoll_status_t reduce_scatter_ring_build(const gcoll_coll_args_t *args,
     return s->status;
 }
 
-/* Rounds of the pipeline at the default chunk. */
-static double reduce_scatter_ring_cost(const gcoll_cost_params_t *p, int nranks, size_t bytes)
-{
-    if (nranks <= 1) return 0.0;
-    int len = nranks - 1, depth = RING_DEPTH < len ? RING_DEPTH : len;
-    size_t nseg = bytes ? (bytes + RING_CHUNK_DEFAULT - 1) / RING_CHUNK_DEFAULT : 1;
-    double rounds = (double)(gcoll_pipe_start(nseg - 1, depth, len) + (size_t)len);
-    return rounds * p->alpha + (double)(nranks - 1) * (double)bytes * (p->beta + p->gamma);
-}
-
 const gcoll_algo_t gcoll_algo_reduce_scatter_ring = {
     .name    = "ring",
     .coll    = GCOLL_COLL_REDUCE_SCATTER,
     .summary = "ring: P-1 steps of one block each, pipelined in chunks; bandwidth-optimal",
     .build   = reduce_scatter_ring_build,
-    .cost    = reduce_scatter_ring_cost,
 };
