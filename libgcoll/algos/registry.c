@@ -3,6 +3,9 @@
  * its file under algos/<collective>/, define its descriptor there, declare it
  * here and add it to gcoll_algos[].  Nothing else needs to change: GCOLL_ALGO,
  * gcoll_info -a, the selection tables and the tests all read this list. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "algos/algo.h"
 #include "base/status.h"
@@ -121,10 +124,38 @@ static size_t avg_output_bytes(const gcoll_coll_args_t *args, const gcoll_group_
     }
 }
 
+/* Testing only, no user setting (so not in the configuration table):
+ * GCOLL_TEST_DECLINE=coll=algo[,coll=algo...] makes those algorithms decline
+ * every call with GCOLL_ERR_NOT_SUPPORTED, as a builder that cannot serve a
+ * shape does.  The tests use it to check that a forced algorithm which falls
+ * back unannounced fails them (test/mpi/run_coll.sh algos, test/sim/test_sim).
+ * Read once per process; costs one test of a byte when unset. */
+static char           test_decline[256];
+static pthread_once_t test_decline_once = PTHREAD_ONCE_INIT;
+
+static void test_decline_load(void)
+{
+    const char *v = getenv("GCOLL_TEST_DECLINE");
+    if (v && *v) snprintf(test_decline, sizeof(test_decline), ",%s,", v);
+}
+
+static int test_declines(const gcoll_algo_t *algo)
+{
+    pthread_once(&test_decline_once, test_decline_load);
+    if (GCOLL_LIKELY(!test_decline[0])) return 0;
+    char item[96];
+    snprintf(item, sizeof(item), ",%s=%s,", gcoll_coll_name(algo->coll), algo->name);
+    return strstr(test_decline, item) != NULL;
+}
+
 gcoll_status_t gcoll_algo_build(const gcoll_algo_t *algo, const gcoll_coll_args_t *args,
                                 const gcoll_group_t *group, gcoll_dtype_t dtype, gcoll_op_t op,
                                 gcoll_sched_t *s)
 {
+    if (GCOLL_UNLIKELY(test_declines(algo)))
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED,
+                           "%s %s declines: GCOLL_TEST_DECLINE (testing only)",
+                           gcoll_coll_name(algo->coll), algo->name);
     gcoll_sched_reset(s, dtype, op == GCOLL_AVG ? GCOLL_SUM : op);
     GCOLL_TRY(algo->build(args, group, s));
     if (op == GCOLL_AVG) {

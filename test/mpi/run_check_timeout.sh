@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# GCOLL_CHECK and GCOLL_TIMEOUT on 2 and 3 real ranks, both transports.
+# GCOLL_CHECK and GCOLL_TIMEOUT on 2 and 3 real ranks, both transports: a
+# timeout names exactly the ranks waited for.
 prog=./test/mpi/test_check_timeout
 MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }

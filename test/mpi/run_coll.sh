@@ -10,7 +10,9 @@
 #   nodes  the same with GCOLL_NODE_SIZE < ranks (hierarchical paths; 3 nodes
 #          of 2 for the ring-pipelined allgather and reduce_scatter)
 #   algos  each algorithm `gcoll_info -a` lists, forced by GCOLL_ALGO, its
-#          collective only, at 2, 3 (both transports) and 4 ranks
+#          collective only, at 2, 3 (both transports) and 4 ranks; the
+#          GCOLL_DEBUG=TRACE selection lines must show that it ran every
+#          call, or declined every call where EXPECTED_DECLINES says so
 #   bad    test_bad_input at 1 and 2 ranks
 #
 # Run from the top build directory (automake does so; test_*.sh wrappers
@@ -84,19 +86,30 @@ run_job() {
     rc=$?
     t0=$(($(date +%s) - t0))
     summary=$(grep -E '^test_(coll_mpi|bad_input): [0-9]+ checks' "$out" | tail -n 1)
-    # A forced algorithm that declines a shape falls back, with a warning:
-    # then the job tested another algorithm.  Only the declines listed in
-    # expected_decline are allowed, and they must happen.
-    fallbacks=$(grep -c 'instead' "$out")
-    if [ "$rc" = 0 ] && [ -n "$summary" ] && [ -n "${FORCED:-}" ]; then
-        if expected_decline "$FORCED" "$np" "${NODES:-}"; then
-            [ "$fallbacks" -gt 0 ] || { rc=97; why="expected $FORCED to decline this shape"; }
-        else
-            [ "$fallbacks" = 0 ] || { rc=97; why="forced $FORCED fell back ($fallbacks warnings)"; }
+    # A declining algorithm falls back, with a warning: then the job tested
+    # another one.  Forced: judge_forced says from the selection lines which
+    # algorithm ran each call.  Not forced: the table's rows never decline.
+    fallbacks=""
+    if [ "$rc" = 0 ] && [ -n "$summary" ]; then
+        if [ -n "${FORCED:-}" ]; then
+            fallbacks=$(judge_forced "$LOG" "$FORCED" "$np" "${NODES:-}")
+            case "$fallbacks" in
+                ok:*) fallbacks=", ${fallbacks#ok: }" ;;
+                *)    rc=97; why=$fallbacks ;;
+            esac
+        elif grep -q '; using [a-z_0-9]* instead' "$out"; then
+            rc=97; why="the selected algorithm declined: $(grep -m1 '; using' "$out")"
+        fi
+    fi
+    # The check of the check: with GCOLL_TEST_DECLINE the job must be failed.
+    if [ -n "${EXPECT_REJECT:-}" ]; then
+        if [ "$rc" = 97 ]; then
+            rc=0; fallbacks=", rejected as it must be: $why"
+        elif [ "$rc" = 0 ] && [ -n "$summary" ]; then
+            rc=97; why="GCOLL_TEST_DECLINE made $FORCED decline, and the job still passed"
         fi
     fi
     if [ "$rc" = 0 ] && [ -n "$summary" ]; then
-        [ "$fallbacks" = 0 ] && fallbacks="" || fallbacks=", $fallbacks fallback warnings (expected)"
         echo "PASS: $label (${summary#*: }, $t0 s$fallbacks)"
         passed=$((passed + 1))
     else
@@ -105,6 +118,7 @@ run_job() {
         echo "FAIL: $label ($why, $t0 s)"
         echo "  | env ${envs[*]} $MPIRUN -np $np $*"
         head -n 60 "$out" | sed 's/^/  | /'
+        [ -z "${LOG:-}" ] || grep -h -s -m 20 ' coll\.c:' "$LOG".0 | sed 's/^/  | rank 0: /'
         failed=$((failed + 1))
     fi
     rm -f "$out"
@@ -115,20 +129,91 @@ skip() {
     skipped=$((skipped + 1))
 }
 
-# coll_job NP TRANSPORT [NODE_SIZE] [COLL=ALGO]: one test_coll_mpi job.
-# The forced algorithms that must decline a shape (their builders say why):
-# the node-aware ones that need equal nodes, on uneven simulated nodes.
+# The declines a forced algorithm is allowed, and obliged, to make, one line
+# each: the algorithm, the shape ("uneven": GCOLL_NODE_SIZE does not divide
+# the ranks), the algorithms the fallback may run (the next matching rows of
+# the built-in table, by size) and a fixed part of the builder's reason.  On
+# such a shape every call declines; any decline not listed fails the job.
+EXPECTED_DECLINES='
+allreduce=hier_p2p   uneven  hier_leader         needs nodes of equal size
+allgather=hier       uneven  rdouble|bruck|ring  needs nodes of equal size holding consecutive ranks
+reduce_scatter=hier  uneven  rhalving|ring       needs nodes of equal size holding consecutive ranks
+'
+
+# The line of EXPECTED_DECLINES for ALGO at NP ranks in nodes of NODES, if any.
 expected_decline() {
-    local algo=$1 np=$2 nodes=$3
-    [ -n "$nodes" ] && [ $((np % nodes)) != 0 ] || return 1
-    case "$algo" in
-        allreduce=hier_p2p|allgather=hier|reduce_scatter=hier) return 0 ;;
-    esac
-    return 1
+    local algo=$1 np=$2 nodes=$3 shape=even
+    [ -n "$nodes" ] && [ $((np % nodes)) != 0 ] && shape=uneven
+    echo "$EXPECTED_DECLINES" | awk -v a="$algo" -v s="$shape" '$1 == a && $2 == s { print; exit }'
+}
+
+# judge_forced LOG COLL=ALGO NP NODES: which algorithm ran each call of the
+# forced collective, from each rank's GCOLL_DEBUG=TRACE lines of core/coll.c
+# in LOG.<rank> ("gcoll_allreduce count=7 ...: ring, 3 rounds, 5 steps", and
+# on a decline before it "gcoll_allreduce: <reason>; using <fallback>
+# instead").  Prints "ok: <what ran>" if every rank agrees with
+# EXPECTED_DECLINES, else why not.
+judge_forced() {
+    local log=$1 forced=$2 np=$3 nodes=$4 entry r verdict first=""
+    entry=$(expected_decline "$forced" "$np" "$nodes")
+    for ((r = 0; r < np; r++)); do
+        if [ ! -f "$log.$r" ]; then echo "rank $r wrote no log ($log.$r)"; return; fi
+        verdict=$(judge_rank "$log.$r" "$forced" "$entry")
+        case "$verdict" in
+            ok:*) first=${first:-$verdict} ;;
+            *)    echo "rank $r: $verdict"; return ;;
+        esac
+    done
+    echo "$first, on each of $np ranks"
+}
+
+# judge_rank LOGFILE COLL=ALGO ENTRY: judge_forced for one rank's log.
+judge_rank() {
+    local out=$1 forced=$2 entry=$3
+    awk -v coll="${forced%%=*}" -v algo="${forced#*=}" -v entry="$entry" '
+        function coll_of(fn) {          # gcoll_iallreduce, gcoll_bcast_init, ... -> the collective
+            sub(/:$/, "", fn); sub(/^gcoll_/, "", fn); sub(/_init$/, "", fn)
+            if (fn ~ /^i/) fn = substr(fn, 2)
+            return fn
+        }
+        BEGIN {
+            n = split(entry, e, " "); fallback = e[3]; reason = ""
+            for (i = 4; i <= n; i++) reason = reason (i > 4 ? " " : "") e[i]
+        }
+        {
+            for (i = 1; i < NF; i++) if ($i ~ /^coll\.c:[0-9]+$/) break
+            if (i >= NF || coll_of($(i + 1)) != coll) next
+            if ($0 ~ / TRACE coll\.c:[0-9]+ gcoll_[a-z_]+ count=[0-9]+ .*: [A-Za-z0-9_]+, [0-9]+ rounds/) {
+                ran = $0; sub(/, [0-9]+ rounds.*/, "", ran); sub(/.*: /, "", ran)
+                calls++; by[ran]++
+            } else if ($0 ~ /; using [A-Za-z0-9_]+ instead$/) {
+                why = $0; sub(/^.* coll\.c:[0-9]+ gcoll_[a-z_]+: /, "", why); sub(/; using [A-Za-z0-9_]+ instead$/, "", why)
+                declines++
+                if (reason == "" || index(why, reason) == 0) bad_why = why
+            }
+        }
+        END {
+            if (!calls) { print "no selection line names a call of " coll " (GCOLL_DEBUG=TRACE lines changed?)"; exit }
+            if (bad_why != "") { print "forced " coll "=" algo " declined, not as EXPECTED_DECLINES allows: " bad_why; exit }
+            other = ""
+            for (a in by) if (a != algo) {
+                other = other " " a "(" by[a] ")"
+                if (entry == "" || a !~ ("^(" fallback ")$")) stray = stray " " a
+            }
+            if (stray != "") { print "calls of " coll " ran" stray " instead of the forced " algo; exit }
+            if (entry == "") {
+                if (by[algo] != calls) { print "forced " algo " ran " by[algo] + 0 " of " calls " calls"; exit }
+                print "ok: " algo " ran all " calls " calls"
+            } else {
+                if (by[algo]) { print "forced " algo " ran " by[algo] " calls where EXPECTED_DECLINES says it declines"; exit }
+                if (declines != calls) { print declines + 0 " declines for " calls " calls"; exit }
+                print "ok: all " calls " calls declined as expected, ran" other
+            }
+        }' "$out"
 }
 
 coll_job() {
-    local np=$1 tl=$2 nodes=${3:-} algo=${4:-}
+    local np=$1 tl=$2 nodes=${3:-} algo=${4:-} log=""
     local label="np=$np tl=$tl" unsets=() sets=("GCOLL_TRANSPORT=$tl") args=()
     if [ -n "$nodes" ]; then
         sets+=("GCOLL_NODE_SIZE=$nodes"); label="$label nodes=$nodes"
@@ -136,11 +221,16 @@ coll_job() {
         unsets+=(-u GCOLL_NODE_SIZE)
     fi
     if [ -n "$algo" ]; then
-        sets+=("GCOLL_ALGO=$algo"); label="$label algo=$algo"; args=(--coll "${algo%%=*}")
+        log=$(mktemp -d)
+        sets+=("GCOLL_ALGO=$algo" GCOLL_DEBUG=TRACE); label="$label algo=$algo"
+        args=(--coll "${algo%%=*}" --log "$log/rank")
+        [ -n "${EXPECT_REJECT:-}" ] && sets+=("GCOLL_TEST_DECLINE=$algo") && label="$label (check of the check)"
     else
         unsets+=(-u GCOLL_ALGO)
     fi
-    FORCED=$algo NODES=$nodes run_job "$label" "$np" "${unsets[@]}" "${sets[@]}" -- "$COLL" "${args[@]}"
+    FORCED=$algo NODES=$nodes LOG=$log/rank run_job "$label" "$np" "${unsets[@]}" "${sets[@]}" \
+        -- "$COLL" "${args[@]}"
+    [ -z "$log" ] || rm -rf "$log"
 }
 
 # -------------------------------------------------------------- modes ----
@@ -186,6 +276,10 @@ mode_algos() {
     fi
     first=$(transports | cut -d' ' -f1)
     last=$(transports | awk '{print $NF}')
+    # First the check itself: a forced algorithm made to decline every call
+    # (GCOLL_TEST_DECLINE) passes test_coll_mpi through its fallback, and
+    # must fail here.
+    EXPECT_REJECT=1 coll_job 2 "$last" "" allreduce=rdouble
     for algo in $algos; do
         coll_job 2 "$last" "" "$algo"
         for tl in $(transports); do coll_job 3 "$tl" "" "$algo"; done

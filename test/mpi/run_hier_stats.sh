@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Hierarchical allreduce sends no more inter-node bytes per rank than the
-# flat ring: 4 ranks as 2 simulated nodes of 2, and 6 as 2 nodes of 3.
+# Hierarchical allreduce sends 1/L of the vector per rank to the other node,
+# 1/3 (2 x 2) and 1/5 (2 x 3) of what the flat ring's busiest rank sends:
+# 4 ranks as 2 simulated nodes of 2, and 6 as 2 nodes of 3.
 prog=./test/mpi/test_hier_stats
 MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }

@@ -17,15 +17,19 @@
  * propagation of min/max, gcoll_comm_get_stats counters, const-ness of send
  * buffers.
  *
- * Usage: test_coll_mpi [--coll NAME] [-v]
+ * Usage: test_coll_mpi [--coll NAME] [--log PREFIX] [-v]
  * Prints one line per failure and, on rank 0, "test_coll_mpi: N checks, M
- * failures"; exits non-zero on any failure on any rank. */
+ * failures"; exits non-zero on any failure on any rank.  --log: each rank's
+ * stderr (libgcoll's GCOLL_DEBUG lines) goes to PREFIX.<rank>, whole lines
+ * (mpirun forwards the ranks' stderr in pieces that can interleave), for
+ * run_coll.sh to tell from them which algorithm ran. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <mpi.h>
 #include "gcoll.h"
@@ -50,6 +54,7 @@ static struct {
     int          rank, size;
     int          verbose;
     const char  *only;       /* --coll */
+    const char  *log;        /* --log */
     long         checks, failures;
     dtinfo_t     types[GCOLL_DTYPE_COUNT];
 } T;
@@ -634,6 +639,7 @@ static int parse_args(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-v") == 0) T.verbose = 1;
         else if (strcmp(argv[i], "--coll") == 0 && i + 1 < argc) T.only = argv[++i];
+        else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) T.log = argv[++i];
         else return 0;
     }
     if (!T.only || strcmp(T.only, "barrier") == 0) return 1;
@@ -649,9 +655,20 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &T.size);
     if (!parse_args(argc, argv)) {
         if (T.rank == 0) fprintf(stderr, "usage: test_coll_mpi [--coll allreduce|bcast|reduce|"
-                                         "allgather|reduce_scatter|alltoall|barrier] [-v]\n");
+                                         "allgather|reduce_scatter|alltoall|barrier] "
+                                         "[--log PREFIX] [-v]\n");
         MPI_Finalize();
         return 2;
+    }
+    if (T.log) {   /* before gcoll_comm_create, which reads GCOLL_DEBUG */
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.%d", T.log, T.rank);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+            fprintf(stderr, "rank %d: cannot send stderr to %s\n", T.rank, path);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        close(fd);
     }
     types_init();
     gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &T.comm);

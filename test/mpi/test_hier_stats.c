@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Hierarchy saves network bytes: with several (simulated) nodes, the
- * hierarchical allreduce must send, per rank, no more bytes to other nodes
- * than the flat ring, as gcoll_comm_get_stats counts them, and must still
- * compute MPI's answer.  Run with GCOLL_NODE_SIZE set (run_hier_stats.sh). */
+/* Hierarchy saves network bytes: over 2 (simulated) nodes of L ranks, the
+ * hierarchical allreduce sends from every rank 1/L of the vector to the
+ * other node, P/(2L(P-1)) of what the flat ring's busiest rank sends (1/3 at
+ * 2 x 2), as gcoll_comm_get_stats counts them, and must still compute MPI's
+ * answer.  Run with GCOLL_NODE_SIZE = ranks / 2 (run_hier_stats.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,39 +43,73 @@ static uint64_t inter_bytes(const char *algo, size_t n, int rank)
     return after.bytes_sent_inter_node - before.bytes_sent_inter_node;
 }
 
+/* |got - want| within one element per 4 MiB segment and a little more
+ * (blocks of a segment differ by one element). */
+static int near(uint64_t got, double want, size_t bytes)
+{
+    double d = (double)got - want;
+    return (d < 0 ? -d : d) <= 64.0 + 1e-5 * (double)bytes;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *env = getenv("GCOLL_NODE_SIZE");
+    int L = env ? atoi(env) : 0;   /* ranks per node */
+    if (L < 1 || size != 2 * L) {
+        if (rank == 0) fprintf(stderr, "test_hier_stats: run as 2 nodes (GCOLL_NODE_SIZE = "
+                               "ranks / 2), not %d ranks with GCOLL_NODE_SIZE=%s\n",
+                               size, env ? env : "(unset)");
+        MPI_Finalize();
+        return 99;
+    }
     const size_t counts[] = { 1 << 18, (1 << 20) + 3, 1 << 22 };   /* 1, 4, 16 MiB */
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-        uint64_t ring = inter_bytes("ring", counts[k], rank);
-        uint64_t hier = inter_bytes("hier", counts[k], rank);
+        size_t n = counts[k], bytes = n * sizeof(float);
+        uint64_t ring = inter_bytes("ring", n, rank);
+        uint64_t hier = inter_bytes("hier", n, rank);
         /* A ring crosses nodes only at node boundaries, so compare the
          * busiest rank and the total, not rank by rank. */
-        uint64_t max_ring, max_hier, sum_ring, sum_hier;
+        uint64_t max_ring, max_hier, min_hier, sum_ring, sum_hier;
         MPI_Allreduce(&ring, &max_ring, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
         MPI_Allreduce(&hier, &max_hier, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(&hier, &min_hier, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
         MPI_Allreduce(&ring, &sum_ring, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(&hier, &sum_hier, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-        /* hier sends 1/local_size of the vector across per rank; at 2 x 2 its
-         * busiest rank moves 1/3 of ring's (a hier that fell back to the
-         * ring would move as much): at most half */
-        CHECK(2 * max_hier <= max_ring, "%zu floats: busiest rank sent %llu inter-node bytes "
-              "with hier, %llu with ring (want at most half)", counts[k],
-              (unsigned long long)max_hier, (unsigned long long)max_ring);
-        CHECK(sum_hier <= sum_ring, "%zu floats: all ranks sent %llu inter-node bytes with hier, "
-              "%llu with ring", counts[k], (unsigned long long)sum_hier,
-              (unsigned long long)sum_ring);
-        CHECK(sum_hier > 0, "%zu floats: hier sent nothing between nodes (are there nodes?)",
-              counts[k]);
+        /* The flat ring over P = 2L ranks: each rank sends 2(P-1)/P of the
+         * vector to its successor, which is on the other node for the last
+         * rank of each node. */
+        double ring_want = 2.0 * (size - 1) / size * (double)bytes;
+        CHECK(near(max_ring, ring_want, bytes), "%zu floats: ring's busiest rank sent %llu "
+              "inter-node bytes, the ring sends %.0f", n, (unsigned long long)max_ring, ring_want);
+        /* hier: the node reduce-scatters through shared memory, then rank l
+         * of each node allreduces block l (1/L of the vector) with rank l of
+         * the other node, sending it once: every rank sends 1/L of the
+         * vector across, each node the whole vector once.  A fallback to the
+         * ring or to the leader form (the leaders send everything, the
+         * others nothing) fails this; at 2 x 2 hier's busiest rank sends 1/3
+         * of the ring's, at 2 x 3 1/5. */
+        double hier_want = (double)bytes / L;
+        CHECK(near(max_hier, hier_want, bytes) && near(min_hier, hier_want, bytes),
+              "%zu floats: with hier the ranks sent %llu..%llu inter-node bytes, want %.0f each "
+              "(1/%d of the vector)", n, (unsigned long long)min_hier,
+              (unsigned long long)max_hier, hier_want, L);
+        CHECK(sum_hier == 2 * (uint64_t)bytes, "%zu floats: all ranks sent %llu inter-node "
+              "bytes with hier, want %zu (each node's vector once)", n,
+              (unsigned long long)sum_hier, 2 * bytes);
+        CHECK(near(max_hier * (uint64_t)(2 * L * (size - 1)), (double)max_ring * size,
+                   bytes * (size_t)(2 * L * (size - 1))),
+              "%zu floats: hier's busiest rank sent %llu inter-node bytes, ring's %llu: want "
+              "%.4f of it", n, (unsigned long long)max_hier, (unsigned long long)max_ring,
+              (double)size / (2.0 * L * (size - 1)));
         if (rank == 0)
-            printf("%9zu floats: inter-node bytes, busiest rank: ring %llu, hier %llu; "
-                   "all ranks: ring %llu, hier %llu\n", counts[k], (unsigned long long)max_ring,
-                   (unsigned long long)max_hier, (unsigned long long)sum_ring,
-                   (unsigned long long)sum_hier);
+            printf("%9zu floats: inter-node bytes, busiest rank: ring %llu, hier %llu (%.4f of "
+                   "ring's); all ranks: ring %llu, hier %llu\n", n, (unsigned long long)max_ring,
+                   (unsigned long long)max_hier, (double)max_hier / (double)max_ring,
+                   (unsigned long long)sum_ring, (unsigned long long)sum_hier);
     }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -13,8 +13,10 @@
  * non-integer floats must be bitwise identical, a barrier must make every rank
  * wait for every other (checked by running its schedules with "who has heard
  * from whom" as data), and the simulator must reject inconsistent schedules
- * instead of hanging.  The checker itself is checked: small direct algorithms
- * written here must pass and deliberately broken variants must fail.
+ * instead of hanging.  A builder may decline (GCOLL_ERR_NOT_SUPPORTED) only
+ * the shapes expected_declines lists, for the reason listed, and must decline
+ * those.  The checker itself is checked: small direct algorithms written here
+ * must pass and deliberately broken variants must fail.
  *
  * Output: one line per failing case, then a summary; exit status 1 on any
  * failure.  GCOLL_SIM_TEST_QUICK=1 runs a reduced matrix. */
@@ -29,6 +31,7 @@
 #include "algos/algo.h"
 #include "algos/peers.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "sim/sim.h"
 
 static long n_cases, n_fail;
@@ -243,6 +246,107 @@ static const int *make_nodes(int layout, int P, int *out)
 }
 
 static long n_declined;   /* cases a builder declined with GCOLL_ERR_NOT_SUPPORTED */
+
+/* The declines the builders are allowed, and obliged, to make: a builder
+ * that declines any other case fails it (the simulator would otherwise test
+ * nothing there and pass), and so does one that serves a case listed here
+ * (the list would be stale).  Shapes are judged from node_of by this test. */
+enum { SHAPE_SEVERAL_NODES, SHAPE_UNEQUAL_NODES, SHAPE_NOT_REGULAR };
+static const char *const shape_names[] = {
+    "more than one node", "nodes of unequal size", "unequal or non-consecutive nodes"
+};
+static struct {
+    gcoll_coll_t coll;     /* GCOLL_COLL_COUNT: every collective */
+    const char  *algo;
+    int          shape;    /* SHAPE_*: the cases it declines, and only those */
+    const char  *reason;   /* part of the builder's sentence */
+    long         seen;
+} expected_declines[] = {
+    { GCOLL_COLL_COUNT, "shm", SHAPE_SEVERAL_NODES, "serves one node only", 0 },
+    { GCOLL_COLL_ALLGATHER, "hier", SHAPE_NOT_REGULAR,
+      "needs nodes of equal size holding consecutive ranks", 0 },
+    { GCOLL_COLL_REDUCE_SCATTER, "hier", SHAPE_NOT_REGULAR,
+      "needs nodes of equal size holding consecutive ranks", 0 },
+    { GCOLL_COLL_ALLREDUCE, "hier_p2p", SHAPE_UNEQUAL_NODES, "needs nodes of equal size", 0 },
+};
+#define N_EXPECTED_DECLINES (sizeof(expected_declines) / sizeof(expected_declines[0]))
+
+/* Whether P ranks over node_of (NULL: one node) have the shape, computed
+ * here rather than with the library's node map. */
+static int has_shape(int shape, int P, const int *node_of)
+{
+    int count[1024] = { 0 }, nn = 0, contiguous = 1, uniform = 1;
+    for (int r = 0; node_of && r < P; r++) {
+        int k = node_of[r];
+        if (k >= nn) nn = k + 1;
+        if (count[k] && node_of[r - 1] != k) contiguous = 0;
+        count[k]++;
+    }
+    for (int k = 1; k < nn; k++) uniform &= count[k] == count[0];
+    switch (shape) {
+    case SHAPE_SEVERAL_NODES: return nn > 1;
+    case SHAPE_UNEQUAL_NODES: return !uniform;
+    default:                  return !uniform || !contiguous;
+    }
+}
+
+/* The entry of expected_declines that covers algo over this shape, or -1. */
+static int decline_entry(const gcoll_algo_t *algo, int P, const int *node_of)
+{
+    for (size_t i = 0; i < N_EXPECTED_DECLINES; i++)
+        if ((expected_declines[i].coll == GCOLL_COLL_COUNT ||
+             expected_declines[i].coll == algo->coll) &&
+            strcmp(expected_declines[i].algo, algo->name) == 0 &&
+            has_shape(expected_declines[i].shape, P, node_of))
+            return (int)i;
+    return -1;
+}
+
+/* Judge a builder's answer st for P ranks over node_of: 0 if it is as
+ * expected_declines says (why: the failure's sentence otherwise).  A
+ * decline must also give the listed reason. */
+static int judge_decline(const gcoll_algo_t *algo, int P, const int *node_of,
+                         gcoll_status_t st, char *why, size_t len)
+{
+    int e = decline_entry(algo, P, node_of);
+    if (st == GCOLL_ERR_NOT_SUPPORTED) {
+        if (e < 0) {
+            snprintf(why, len, "declined, which expected_declines does not allow: %s",
+                     gcoll_last_error());
+            return 1;
+        }
+        if (!strstr(gcoll_last_error(), expected_declines[e].reason)) {
+            snprintf(why, len, "declined on %s, but not because it %s: %s",
+                     shape_names[expected_declines[e].shape], expected_declines[e].reason,
+                     gcoll_last_error());
+            return 1;
+        }
+        expected_declines[e].seen++;
+        return 0;
+    }
+    if (e >= 0 && st == GCOLL_SUCCESS) {
+        snprintf(why, len, "ran on %s, where expected_declines says it declines (%s)",
+                 shape_names[expected_declines[e].shape], expected_declines[e].reason);
+        return 1;
+    }
+    return 0;
+}
+
+/* After an algorithm's matrix: each entry for it must have been met. */
+static long check_declines_seen(const gcoll_algo_t *algo)
+{
+    long bad = 0;
+    for (size_t i = 0; i < N_EXPECTED_DECLINES; i++)
+        if ((expected_declines[i].coll == GCOLL_COLL_COUNT ||
+             expected_declines[i].coll == algo->coll) &&
+            strcmp(expected_declines[i].algo, algo->name) == 0 && !expected_declines[i].seen) {
+            printf("FAIL %s/%s: never declined on %s (expected_declines is stale?)\n",
+                   gcoll_coll_name(algo->coll), algo->name, shape_names[expected_declines[i].shape]);
+            bad++;
+        }
+    for (size_t i = 0; i < N_EXPECTED_DECLINES; i++) expected_declines[i].seen = 0;
+    return bad;
+}
 
 /* Buffers of one case, per rank. */
 typedef struct {
@@ -626,7 +730,8 @@ static int check_early(const tcase_t *c, const tbufs_t *b, const int *node_of)
 }
 
 /* Run one case; returns 1 if it failed (and printed why), -1 if the builder
- * declined it (GCOLL_ERR_NOT_SUPPORTED: counted, not a failure). */
+ * declined it as expected_declines allows (GCOLL_ERR_NOT_SUPPORTED: counted,
+ * not a failure; any other decline is one). */
 static int run_case(const tcase_t *c)
 {
     tbufs_t b;
@@ -641,7 +746,10 @@ static int run_case(const tcase_t *c)
         gcoll_status_t st = gcoll_sim_run_algo(&sim, c->algo, b.args, c->dt, c->op,
                                                (const void *const *)b.send, (void *const *)b.recv);
         gcoll_log_level = save;
-        if (st == GCOLL_ERR_NOT_SUPPORTED)
+        char why[600];
+        if (judge_decline(c->algo, c->nranks, sim.node_of, st, why, sizeof(why)))
+            fail_line(c, "%s", why);
+        else if (st == GCOLL_ERR_NOT_SUPPORTED)
             bad = -1;
         else if (st != GCOLL_SUCCESS)
             fail_line(c, "simulator returned %s: %s", gcoll_strerror(st), gcoll_last_error());
@@ -711,7 +819,11 @@ static int check_barrier(const gcoll_algo_t *algo, int P, int layout)
         gcoll_sim_t sim = { .nranks = P, .node_of = node_of };
         st = gcoll_sim_run(&sim, ptrs, NULL, (void *const *)sets);
     }
-    if (st == GCOLL_ERR_NOT_SUPPORTED) {
+    char why[600];
+    if (judge_decline(algo, P, node_of, st, why, sizeof(why))) {
+        fail_line(&c, "barrier: %s", why);
+        bad = 1;
+    } else if (st == GCOLL_ERR_NOT_SUPPORTED) {
         n_declined++;
         bad = -1;
     } else if (st != GCOLL_SUCCESS) {
@@ -738,7 +850,7 @@ static int check_barrier(const gcoll_algo_t *algo, int P, int layout)
 
 /* Direct algorithms written here, with known-bad variants: the checker must
  * pass the former and fail the latter, or it proves nothing. */
-enum { DIRECT_OK = 0, DIRECT_SKIP_ONE, DIRECT_TOUCH_DST };
+enum { DIRECT_OK = 0, DIRECT_SKIP_ONE, DIRECT_TOUCH_DST, DIRECT_DECLINE };
 static int direct_mode;
 
 /* Everyone sends its input to everyone, then reduces what it received. */
@@ -746,6 +858,8 @@ static gcoll_status_t direct_allreduce(const gcoll_coll_args_t *a, const gcoll_g
                                        gcoll_sched_t *s)
 {
     size_t bytes = a->count * a->dt_size;
+    if (direct_mode == DIRECT_DECLINE)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "direct declines (a checker self-test)");
     gcoll_bref_t tmp = gcoll_sched_scratch(s, bytes * (size_t)g->size);
     for (int j = 0; j < g->size; j++) {
         if (j == g->me) continue;
@@ -786,6 +900,10 @@ static const gcoll_algo_t direct_allreduce_algo = {
 };
 static const gcoll_algo_t direct_reduce_algo = {
     "direct", GCOLL_COLL_REDUCE, "test only", direct_reduce
+};
+/* Named like the single-node algorithm, which must decline several nodes. */
+static const gcoll_algo_t direct_as_shm_algo = {
+    "shm", GCOLL_COLL_ALLREDUCE, "test only", direct_allreduce, NULL
 };
 
 static void checker_expect(const char *what, int failed, int want_fail)
@@ -831,7 +949,18 @@ static void test_checker(void)
     c.algo = &direct_reduce_algo;
     c.root = 1;
     checker_expect("a reduce that writes non-root destinations", run_quiet(&c), 1);
+    /* declines: only those of expected_declines pass, and those must happen */
+    direct_mode = DIRECT_DECLINE;
+    c.algo = &direct_allreduce_algo;
+    c.root = 0;
+    checker_expect("a decline that expected_declines does not list", run_quiet(&c), 1);
+    c.algo = &direct_as_shm_algo;
+    c.nranks = 4;
+    c.layout = 1;   /* 2/node */
+    checker_expect("a listed decline (shm, several nodes) with another reason", run_quiet(&c), 1);
     direct_mode = DIRECT_OK;
+    checker_expect("an algorithm serving a shape it is listed to decline", run_quiet(&c), 1);
+    for (size_t i = 0; i < N_EXPECTED_DECLINES; i++) expected_declines[i].seen = 0;
 }
 
 /* Rank 1 of a node of 2 receives 8 B at offset 0 and runs an early node
@@ -1355,6 +1484,7 @@ int main(int argc, char **argv)
         run_layouts(*a);
         run_scale(*a);
         run_pipeline(*a);
+        n_fail += check_declines_seen(*a);
         printf("%-15s %-18s %6ld cases %5ld failed %5ld declined %6.2f s\n",
                gcoll_coll_name((*a)->coll), (*a)->name, n_cases - c0, n_fail - f0,
                n_declined - d0, now() - t1);
@@ -1362,7 +1492,7 @@ int main(int argc, char **argv)
             printf("%-15s %-18s %6ld of them pipelined (early NODE steps checked)\n",
                    gcoll_coll_name((*a)->coll), (*a)->name, n_early - e0);
     }
-    printf("test_sim: %ld cases, %ld failed, %ld declined by their builder (not run), %ld skipped "
+    printf("test_sim: %ld cases, %ld failed, %ld declined as expected (not run), %ld skipped "
            "as too large, %.1f s%s\n", n_cases, n_fail, n_declined, n_skipped, now() - t0,
            quick ? " (quick matrix)" : "");
     return n_fail ? 1 : 0;
