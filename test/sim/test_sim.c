@@ -903,7 +903,7 @@ static const gcoll_algo_t direct_reduce_algo = {
 };
 /* Named like the single-node algorithm, which must decline several nodes. */
 static const gcoll_algo_t direct_as_shm_algo = {
-    "shm", GCOLL_COLL_ALLREDUCE, "test only", direct_allreduce, NULL
+    "shm", GCOLL_COLL_ALLREDUCE, "test only", direct_allreduce
 };
 
 static void checker_expect(const char *what, int failed, int want_fail)
