@@ -10,6 +10,7 @@
  * Prints one line per failure and, on rank 0, "test_bad_input: N checks, M
  * failures"; exits non-zero on any failure. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "gcoll.h"
+#include "core/memtype.h"   /* the test hook of device-memory detection */
 
 #define HANG_SECONDS 120
 #define BAD_DTYPE ((gcoll_dtype_t)99)
@@ -285,6 +287,94 @@ static void test_allgather_same_pointer(void)
     expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
 }
 
+/* A build without CUDA refuses device buffers with GCOLL_ERR_NOT_SUPPORTED
+ * (gcoll.h) instead of reading them as host memory.  The driver cannot be
+ * had here, so the test answers the detection's query itself (the same
+ * path, through gcoll_memtype_set_driver_query): [fake, fake + FAKE_BYTES)
+ * is "device memory".  It is host memory in truth, so a library that read
+ * it would return success, not crash.  Every rank passes the same buffers:
+ * every rank refuses alike. */
+enum { FAKE_BYTES = 4096 };
+static unsigned char fake[FAKE_BYTES];
+
+static int fake_driver(void *data, int attribute, unsigned long long ptr)
+{
+    if (ptr < (uintptr_t)fake || ptr >= (uintptr_t)fake + FAKE_BYTES) return 1;   /* invalid value */
+    *(unsigned int *)data = attribute == 2 ? 2u : 0u;   /* memory type: device; not managed */
+    return 0;
+}
+
+static void expect_refused(const char *what, gcoll_status_t st)
+{
+    expect(what, st, GCOLL_ERR_NOT_SUPPORTED);
+    checks++;
+    if (st == GCOLL_ERR_NOT_SUPPORTED && !strstr(gcoll_last_error(), "without CUDA"))
+        fail(what, "the sentence does not say why: \"%s\"", gcoll_last_error());
+}
+
+static void test_device_buffers(gcoll_comm_t c)
+{
+    if (!gcoll_memtype_set_driver_query(fake_driver)) {
+        if (rank == 0) printf("test_bad_input: built with CUDA, device buffers are served: "
+                              "their refusal is not tested\n");
+        return;
+    }
+    int host[64] = { 0 }, out[64];
+    void *d = fake, *d2 = fake + FAKE_BYTES / 2;   /* room for 4 ints per rank, 2 ranks */
+    gcoll_request_t req = GCOLL_REQUEST_NULL;
+    expect_refused("allreduce device sendbuf", gcoll_allreduce(d, host, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("allreduce device recvbuf", gcoll_allreduce(host, d, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("allreduce device in place", gcoll_allreduce(d, d, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("bcast device buf", gcoll_bcast(d, 4, GCOLL_INT32, 0, c));
+    expect_refused("reduce device sendbuf", gcoll_reduce(d, out, 4, GCOLL_INT32, GCOLL_SUM, 0, c));
+    expect_refused("allgather device sendbuf", gcoll_allgather(d, out, 1, GCOLL_INT32, c));
+    expect_refused("allgather device recvbuf", gcoll_allgather(host, d, 1, GCOLL_INT32, c));
+    expect_refused("reduce_scatter device sendbuf",
+                   gcoll_reduce_scatter(d, out, 1, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("reduce_scatter device recvbuf",
+                   gcoll_reduce_scatter(host, d, 1, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("alltoall device sendbuf", gcoll_alltoall(d, out, 1, GCOLL_INT32, c));
+    expect_refused("alltoall device recvbuf", gcoll_alltoall(host, d2, 1, GCOLL_INT32, c));
+    expect_refused("iallreduce device sendbuf",
+                   gcoll_iallreduce(d, host, 4, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("ibcast device buf", gcoll_ibcast(d, 4, GCOLL_INT32, 0, c, &req));
+    expect_refused("ireduce device sendbuf",
+                   gcoll_ireduce(d, out, 4, GCOLL_INT32, GCOLL_SUM, 0, c, &req));
+    expect_refused("iallgather device recvbuf", gcoll_iallgather(host, d, 1, GCOLL_INT32, c, &req));
+    expect_refused("ireduce_scatter device sendbuf",
+                   gcoll_ireduce_scatter(d, out, 1, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("ialltoall device sendbuf", gcoll_ialltoall(d, out, 1, GCOLL_INT32, c, &req));
+    expect_refused("allreduce_init device recvbuf",
+                   gcoll_allreduce_init(host, d, 4, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("bcast_init device buf", gcoll_bcast_init(d, 4, GCOLL_INT32, 0, c, &req));
+    expect_refused("reduce_init device sendbuf",
+                   gcoll_reduce_init(d, out, 4, GCOLL_INT32, GCOLL_SUM, 0, c, &req));
+    expect_refused("allgather_init device sendbuf",
+                   gcoll_allgather_init(d, out, 1, GCOLL_INT32, c, &req));
+    expect_refused("reduce_scatter_init device recvbuf",
+                   gcoll_reduce_scatter_init(host, d, 1, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("alltoall_init device recvbuf",
+                   gcoll_alltoall_init(host, d2, 1, GCOLL_INT32, c, &req));
+    checks++;
+    if (req != GCOLL_REQUEST_NULL) fail("refused requests", "the request is not NULL");
+    gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_BF16 };
+    gcoll_compressor_t z = NULL;
+    gcoll_status_t st = gcoll_compressor_create(c, 4, &p, &z);
+    expect("gcoll_compressor_create", st, GCOLL_SUCCESS);
+    if (st == GCOLL_SUCCESS) {
+        float f[4] = { 0 };
+        st = gcoll_allreduce_compressed(d, f, 4, GCOLL_FLOAT32, GCOLL_SUM, z);
+        expect("allreduce_compressed device sendbuf", st, GCOLL_ERR_NOT_SUPPORTED);
+        gcoll_compressor_destroy(z);
+    }
+    /* host buffers are still host buffers, and count 0 asks nothing */
+    expect("allreduce host buffers with the fake driver",
+           gcoll_allreduce(host, out, 4, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    expect("allreduce count=0 on a device pointer",
+           gcoll_allreduce(d, d, 0, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    gcoll_memtype_set_driver_query(NULL);
+}
+
 /* After all that, the communicator still works. */
 static void test_still_works(gcoll_comm_t c)
 {
@@ -312,6 +402,7 @@ static void test_collectives(void)
     test_bad_out_pointers(c);
     test_count_zero(c);
     test_overlap(c);
+    test_device_buffers(c);
     test_still_works(c);
     expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
 }
