@@ -122,7 +122,10 @@ static gcoll_status_t time_block(gcoll_calib_t *c, gcoll_coll_t coll, size_t n, 
     }
     mine[0] = (MPI_Wtime() - t0) / (double)iters;
     mine[1] = st != GCOLL_SUCCESS;
-    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, mc);
+    if (MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, mc) != MPI_SUCCESS)
+        return st != GCOLL_SUCCESS ? st : GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Allreduce of "
+                                                      "the times of %s failed",
+                                                      gcoll_coll_name(coll));
     c->timed++;
     if (all[1] != 0)
         return st != GCOLL_SUCCESS ? st
@@ -147,7 +150,8 @@ static int applies(gcoll_calib_t *c, const gcoll_algo_t *a, size_t n)
     int ok = gcoll_select_try(c->comm, a, n, GCOLL_FLOAT32) == GCOLL_SUCCESS, all = 0;
     gcoll_log_level = level;
     gcoll_error_clear();
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm->mpi_comm);
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm->mpi_comm) != MPI_SUCCESS)
+        return 0;   /* not known to apply everywhere: not timed */
     return all;
 }
 

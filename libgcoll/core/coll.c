@@ -62,6 +62,19 @@ static gcoll_status_t validate(gcoll_comm_t comm, const call_t *k, size_t *src_b
                            k->count);
     if (k->coll == GCOLL_COLL_ALLTOALL && *src_bytes && k->sendbuf == k->recvbuf)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: in-place alltoall is not supported", k->fn);
+#ifndef HAVE_CUDA
+    /* Device buffers cannot be served here and must not be read as host
+     * memory (gcoll.h); the driver tells them apart (core/memtype.h). */
+    int dev_send = *src_bytes && gcoll_memtype_of(k->sendbuf) == GCOLL_MEM_CUDA;
+    int dev_recv = !dev_send && *dst_bytes && recv_needed && k->recvbuf != k->sendbuf &&
+                   gcoll_memtype_of(k->recvbuf) == GCOLL_MEM_CUDA;
+    if (dev_send || dev_recv)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: %s %p is CUDA device memory, but this "
+                           "libgcoll was built without CUDA (configure --with-cuda)", k->fn,
+                           dev_send ? (k->coll == GCOLL_COLL_BCAST ? "buf" : "sendbuf")
+                                    : "recvbuf",
+                           dev_send ? k->sendbuf : k->recvbuf);
+#endif
     /* The buffers may overlap only in the in-place form of gcoll.h: the
      * schedules read sendbuf while they write recvbuf, so any other overlap
      * (allgather's sendbuf == recvbuf on a rank other than 0, say) would

@@ -5,6 +5,11 @@
 #include "base/status.h"
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
+#else
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #endif
 
 const char *gcoll_memtype_name(gcoll_memtype_t m)
@@ -78,7 +83,39 @@ gcoll_status_t gcoll_cuda_from_host(void *dev, const void *host, size_t bytes)
 {
     return cuda_copy(dev, host, bytes, cudaMemcpyHostToDevice);
 }
+
+int gcoll_memtype_set_driver_query(gcoll_cu_pointer_attribute_fn fn)
+{
+    (void)fn;
+    return 0;
+}
 #else
+/* The driver API values used (cuda.h: CUresult, CUpointer_attribute,
+ * CUmemorytype); they are part of the driver's ABI. */
+enum {
+    GCOLL_CU_SUCCESS                = 0,
+    GCOLL_CU_ATTRIBUTE_MEMORY_TYPE  = 2,   /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE, unsigned int */
+    GCOLL_CU_ATTRIBUTE_IS_MANAGED   = 8,   /* CU_POINTER_ATTRIBUTE_IS_MANAGED, unsigned int */
+    GCOLL_CU_MEMORYTYPE_DEVICE      = 2    /* CU_MEMORYTYPE_DEVICE */
+};
+
+static pthread_once_t                          cu_once = PTHREAD_ONCE_INIT;
+static gcoll_cu_pointer_attribute_fn           cu_driver;   /* NULL: no libcuda.so.1 */
+static _Atomic(gcoll_cu_pointer_attribute_fn)  cu_test;     /* the test hook */
+
+/* Once per process; the library stays loaded (its handle is never closed). */
+static void cu_load(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib) cu_driver = (gcoll_cu_pointer_attribute_fn)dlsym(lib, "cuPointerGetAttribute");
+}
+
+int gcoll_memtype_set_driver_query(gcoll_cu_pointer_attribute_fn fn)
+{
+    atomic_store(&cu_test, fn);
+    return 1;
+}
+
 int gcoll_cuda_device_count(void) { return 0; }
 
 int gcoll_cuda_device_of(const void *ptr)
@@ -87,10 +124,24 @@ int gcoll_cuda_device_of(const void *ptr)
     return -1;
 }
 
+/* Device memory by the driver's word: any failure (not initialised, not a
+ * pointer it knows) means host memory. */
 gcoll_memtype_t gcoll_memtype_of(const void *ptr)
 {
-    (void)ptr;
-    return GCOLL_MEM_HOST;
+    if (!ptr) return GCOLL_MEM_HOST;
+    gcoll_cu_pointer_attribute_fn q = atomic_load(&cu_test);
+    if (!q) {
+        pthread_once(&cu_once, cu_load);
+        q = cu_driver;
+    }
+    unsigned int type = 0, managed = 0;
+    if (!q || q(&type, GCOLL_CU_ATTRIBUTE_MEMORY_TYPE, (unsigned long long)(uintptr_t)ptr) !=
+                  GCOLL_CU_SUCCESS || type != GCOLL_CU_MEMORYTYPE_DEVICE)
+        return GCOLL_MEM_HOST;
+    if (q(&managed, GCOLL_CU_ATTRIBUTE_IS_MANAGED, (unsigned long long)(uintptr_t)ptr) ==
+            GCOLL_CU_SUCCESS && managed)
+        return GCOLL_MEM_HOST;   /* the host may read managed memory */
+    return GCOLL_MEM_CUDA;
 }
 
 void *gcoll_cuda_host_alloc(size_t bytes)

@@ -3,7 +3,17 @@
  * built with CUDA and a device is present; host otherwise.  Allreduce of
  * device buffers runs on the CUDA IPC path (libgcoll/cuda/); the other
  * collectives, and allreduce where that path is unavailable, stage device
- * buffers through host memory with the two copy helpers below. */
+ * buffers through host memory with the two copy helpers below.
+ *
+ * A build without CUDA cannot serve device buffers, but must not read them
+ * as host memory either (gcoll.h: GCOLL_ERR_NOT_SUPPORTED): it asks the
+ * driver, when libcuda.so.1 can be loaded (dlopen, once), with
+ * cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE); gcoll_memtype_of
+ * then says GCOLL_MEM_CUDA for device memory (managed memory, which the
+ * host may read, stays host), and the public calls refuse it.  No CUDA
+ * header is needed: the few driver values are declared in memtype.c.  A
+ * process that never initialised CUDA has no device pointers, and the
+ * driver says so (CUDA_ERROR_NOT_INITIALIZED) without initialising it. */
 #ifndef GCOLL_MEMTYPE_H
 #define GCOLL_MEMTYPE_H
 
@@ -13,9 +23,20 @@
 typedef enum { GCOLL_MEM_HOST = 0, GCOLL_MEM_CUDA, GCOLL_MEM_COUNT } gcoll_memtype_t;
 
 gcoll_memtype_t gcoll_memtype_of(const void *ptr);
-/* The CUDA device holding ptr, or -1 for host memory. */
+/* The CUDA device holding ptr, or -1 for host memory (always -1 in a build
+ * without CUDA, which serves no device: gcoll_memtype_of detects them). */
 int gcoll_cuda_device_of(const void *ptr);
 const char *gcoll_memtype_name(gcoll_memtype_t m);
+
+/* The driver's cuPointerGetAttribute as a build without CUDA calls it
+ * (CUresult, CUpointer_attribute and CUdeviceptr as plain integers). */
+typedef int (*gcoll_cu_pointer_attribute_fn)(void *data, int attribute,
+                                             unsigned long long ptr);
+/* For tests: make the detection of a build without CUDA ask fn instead of
+ * the driver (NULL: the driver again), so that a test can fake device
+ * memory through the same path.  Returns 1, or 0 in a build with CUDA,
+ * where detection goes through the runtime and fn is not used. */
+int gcoll_memtype_set_driver_query(gcoll_cu_pointer_attribute_fn fn);
 
 /* Number of CUDA devices visible (0 without CUDA or without a GPU). */
 int gcoll_cuda_device_count(void);

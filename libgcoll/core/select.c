@@ -224,7 +224,9 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
     gcoll_status_t st = parse_forced(comm, comm->cfg.algo);
     if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->cfg, NULL, NULL, &comm->tune);
     int bad = st != GCOLL_SUCCESS, any_bad = 0;
-    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm);
+    if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm) != MPI_SUCCESS)
+        return bad ? st : GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Allreduce agreeing on the "
+                                      "selection table failed");
     if (any_bad && !bad)
         st = GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "another rank rejected its selection table "
                                                 "(GCOLL_TUNE_FILE, GCOLL_TUNE or GCOLL_ALGO)");

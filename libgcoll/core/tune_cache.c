@@ -122,12 +122,14 @@ void gcoll_tune_cache_host_facts(MPI_Comm mpi_comm, gcoll_tune_cache_shape_t *sh
     mine[1] = CPU_COUNT(&set) > 0 && online > 0 && CPU_COUNT(&set) < online;
     if (MPI_Comm_split_type(mpi_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) == MPI_SUCCESS) {
         MPI_Comm_size(host, &n);
-        MPI_Allreduce(&set, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, host);
+        int got = MPI_Allreduce(&set, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR,
+                                host) == MPI_SUCCESS;
         MPI_Comm_free(&host);
-        int cpus = CPU_COUNT(&all);
+        int cpus = got ? CPU_COUNT(&all) : 0;   /* a failed union says nothing */
         mine[0] = cpus > 0 && n > cpus;
     }
-    MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, mpi_comm);
+    if (MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, mpi_comm) != MPI_SUCCESS)
+        any[0] = any[1] = 0;   /* undefined output: the facts are unknown, say neither */
     shape->oversubscribed = any[0];
     shape->bound = any[1];
 }
@@ -316,7 +318,11 @@ static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *bloc
     gcoll_calib_t k;
     gcoll_status_t st = gcoll_calib_init(&k, c, MAX_BYTES, &gcoll_calib_timing_quick);
     int bad = st != GCOLL_SUCCESS, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm);
+    if (MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm) != MPI_SUCCESS) {
+        if (!bad) gcoll_calib_fini(&k);
+        return bad ? st : GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Allreduce before measuring "
+                                                           "failed");
+    }
     if (any) {
         if (!bad) gcoll_calib_fini(&k);
         return bad ? st : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "another rank could not allocate "
@@ -396,14 +402,18 @@ static void plan_rank0(const gcoll_config_t *cfg, const gcoll_tune_cache_shape_t
     p->action = DO_MEASURE;
 }
 
-/* All ranks: the rows of text into comm's table, or none anywhere. */
+/* All ranks: the rows of text into comm's table, or none anywhere.  text
+ * NULL: this rank did not get them (it still takes part, and says no). */
 static void use_rows(gcoll_comm_t c, const char *path, const char *text)
 {
     const gcoll_tune_table_t *before = c->tune;
-    int bad = gcoll_select_use_cache(c, path, text) != GCOLL_SUCCESS, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm);
+    int bad = !text || gcoll_select_use_cache(c, path, text) != GCOLL_SUCCESS, any = 0;
+    if (MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm) != MPI_SUCCESS) any = 1;
     if (!any) return;
-    if (bad) gcoll_warn("calibration cache entry %s not used: %s", path, gcoll_last_error());
+    if (bad && text)
+        gcoll_warn("calibration cache entry %s not used: %s", path, gcoll_last_error());
+    else if (bad)
+        gcoll_warn("calibration cache entry %s not used: its rows did not reach this rank", path);
     gcoll_error_clear();
     c->tune = before;   /* every rank back to the table without cache rows */
 }
@@ -438,7 +448,7 @@ static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
     gcoll_calib_sweep_t *sweeps = gcoll_calloc(NCOLLS, sizeof(*sweeps));
     for (size_t i = 0; i < NCOLLS; i++) w[i] = sweeps ? &sweeps[i] : NULL;
     int bad = !sweeps, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm);
+    if (MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm) != MPI_SUCCESS) any = 1;
     double t0 = MPI_Wtime();
     int level = gcoll_log_level;
     if (level > GCOLL_LOG_WARN) gcoll_log_level = GCOLL_LOG_WARN;   /* no INFO per forced call */
@@ -481,19 +491,33 @@ gcoll_status_t gcoll_tune_cache_setup(gcoll_comm_t c)
         gcoll_tune_cache_key(key, sizeof key, &s);
         plan_rank0(&c->cfg, &s, key, &p, &text);
     }
-    MPI_Bcast(&p, (int)sizeof(p), MPI_BYTE, 0, c->mpi_comm);
+    /* The cache is an optimisation: where an exchange fails, its output is
+     * undefined and this rank goes on without cache rows (the built-in
+     * table serves).  Ranks whose exchange worked carry on with the plan,
+     * so a failure on some ranks only cannot be kept in step: under
+     * MPI_ERRORS_RETURN it means the communicator is broken anyway. */
+    if (MPI_Bcast(&p, (int)sizeof(p), MPI_BYTE, 0, c->mpi_comm) != MPI_SUCCESS) {
+        gcoll_warn("calibration cache: MPI_Bcast of rank 0's plan failed; not using the cache");
+        free(text);
+        return GCOLL_SUCCESS;
+    }
+    p.path[sizeof(p.path) - 1] = '\0';
     if (p.action == DO_NOTHING) return GCOLL_SUCCESS;
     if (p.action == DO_MEASURE) {
         measure_and_write(c, &s, key, &p, &text);
-        MPI_Bcast(&p.len, 1, MPI_INT, 0, c->mpi_comm);
-        if (p.len < 0) return GCOLL_SUCCESS;
+        if (MPI_Bcast(&p.len, 1, MPI_INT, 0, c->mpi_comm) != MPI_SUCCESS) p.len = -1;
+        if (p.len < 0) {
+            free(text);
+            return GCOLL_SUCCESS;
+        }
     }
-    if (c->rank != 0) text = gcoll_malloc((size_t)p.len + 1);
+    if (c->rank != 0) text = p.len >= 0 ? gcoll_malloc((size_t)p.len + 1) : NULL;
     int bad = !text, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm);
+    if (MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm) != MPI_SUCCESS) any = 1;
     if (!any) {
-        MPI_Bcast(text, p.len + 1, MPI_CHAR, 0, c->mpi_comm);
-        use_rows(c, p.path, text);
+        int got = MPI_Bcast(text, p.len + 1, MPI_CHAR, 0, c->mpi_comm) == MPI_SUCCESS;
+        if (got) text[p.len] = '\0';
+        use_rows(c, p.path, got ? text : NULL);   /* collective: also without the rows */
     }
     free(text);
     return GCOLL_SUCCESS;

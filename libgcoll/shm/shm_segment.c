@@ -162,7 +162,9 @@ static int shm_spin_limit(MPI_Comm host_comm)
      * others wait in it), adding no CPU, and spins short itself */
     int known = sched_getaffinity(0, sizeof(mine), &mine) == 0;
     if (!known) CPU_ZERO(&mine);
-    MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR, host_comm);
+    if (MPI_Allreduce(&mine, &all, (int)sizeof(cpu_set_t), MPI_UNSIGNED_CHAR, MPI_BOR,
+                      host_comm) != MPI_SUCCESS)
+        return SPIN_OVERSUBSCRIBED;   /* the union is undefined: the cautious policy */
     if (!known) return SPIN_OVERSUBSCRIBED;
     int cpus = CPU_COUNT(&all);
     gcoll_info("shm: %d ranks on this host's %d cpus: %s waits", size, cpus,
@@ -191,10 +193,23 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     s->spin_limit = shm_spin_limit(host_comm);
 
     if (s->rank == 0 && ok) fd = shm_create_file(s, name);
-    MPI_Bcast(name, SHM_NAME_MAX, MPI_CHAR, 0, node_comm);
+    /* a failed exchange leaves its output undefined: it is not used (the
+     * agreement below then fails, so every rank of the node gives up) */
+    if (MPI_Bcast(name, SHM_NAME_MAX, MPI_CHAR, 0, node_comm) != MPI_SUCCESS) {
+        if (ok) GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: MPI_Bcast of the segment's name failed");
+        if (s->rank != 0) name[0] = '\0';
+        if (fd >= 0) close(fd);   /* rank 0's object: unlinked below */
+        fd = -1;
+        ok = 0;
+    }
+    name[SHM_NAME_MAX - 1] = '\0';
     if (!name[0]) ok = 0;
     if (ok && shm_attach(s, name, fd) != 0) ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm);
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm) != MPI_SUCCESS) {
+        if (ok) GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: MPI_Allreduce of the set-up's outcome "
+                            "failed");
+        ok = all_ok = 0;
+    }
     if (s->rank == 0 && name[0]) shm_unlink(name);
     if (!all_ok) goto err;
     gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes", s->map_bytes, s->size,

@@ -147,7 +147,11 @@ void gcoll_shm_zc_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
                         (uint64_t)(uintptr_t)shm },
                all[P];
     if (ok) mine.fd = gcoll_mem_probe_create(mine.token, why, sizeof(why));
-    MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, node_comm);
+    if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE,
+                      node_comm) != MPI_SUCCESS && ok) {
+        ok = 0;   /* all[] is undefined: opened nothing of it */
+        snprintf(why, sizeof(why), "MPI_Allgather of the probes failed");
+    }
     for (int j = 0; j < P && ok; j++) {
         if (j == me) continue;
         if (all[j].fd < 0) ok = 0, snprintf(why, sizeof(why), "local rank %d offers none", j);
@@ -155,7 +159,10 @@ void gcoll_shm_zc_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
             ok = 0;
     }
     if (mine.fd < 0) ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm);   /* after every open */
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm) != MPI_SUCCESS) {
+        if (ok) snprintf(why, sizeof(why), "MPI_Allreduce of the outcome failed");
+        ok = all_ok = 0;   /* after every open */
+    }
     if (mine.fd >= 0) close(mine.fd);
     if (all_ok)
         gcoll_info("shm: zero-copy on for gcoll_mem_alloc buffers (ranks map each other's)");

@@ -88,7 +88,12 @@ gcoll_status_t gcoll_topo_report(gcoll_comm_t comm, const char *xml, FILE *out)
     }
     /* every rank joins the gather even after a failed load: a rank that
      * skipped it would leave the others waiting */
-    MPI_Gather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, 0, comm->mpi_comm);
+    if (MPI_Gather(&me, (int)sizeof(me), MPI_BYTE, all, (int)sizeof(me), MPI_BYTE, 0,
+                   comm->mpi_comm) != MPI_SUCCESS) {
+        free(all);   /* its records are undefined: nothing of them is printed */
+        gcoll_topo_destroy(topo);
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Gather of the ranks' topology failed");
+    }
     if (comm->rank == 0) {
         if (st == GCOLL_SUCCESS) gcoll_topo_print_matrix(topo, out);
         else fprintf(out, "topology: %s\n", gcoll_last_error());

@@ -542,11 +542,19 @@ static void gcoll_tl_ucx_fini(void *ctx)
     } else {
         gcoll_warn("ucx: no memory to close endpoints; the worker will release them");
     }
-    /* Keep serving peers whose closes still need us until all are done. */
-    MPI_Ibarrier(c->comm, &barrier);
+    /* Keep serving peers whose closes still need us until all are done.
+     * Without the barrier (it failed: its request is undefined) the worker
+     * is released at once; peers still closing see their endpoint fail. */
+    if (MPI_Ibarrier(c->comm, &barrier) != MPI_SUCCESS) {
+        gcoll_warn("ucx: MPI_Ibarrier at shutdown failed; not waiting for the peers' closes");
+        done = 1;
+    }
     while (!done) {
         gcoll_tl_ucx_progress_polite(c, &idle);
-        MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (MPI_Test(&barrier, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            gcoll_warn("ucx: MPI_Test of the shutdown barrier failed; not waiting further");
+            done = 1;
+        }
     }
     gcoll_tl_ucx_free(c);
 }

@@ -10,6 +10,7 @@
  * Prints one line per failure and, on rank 0, "test_bad_input: N checks, M
  * failures"; exits non-zero on any failure. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "gcoll.h"
+#include "core/memtype.h"   /* the test hook of device-memory detection */
 
 #define HANG_SECONDS 120
 #define BAD_DTYPE ((gcoll_dtype_t)99)
@@ -153,6 +155,196 @@ static void test_destroyed(void)
     test_dead_handle("destroyed", c);
 }
 
+/* ---------------------------------------- MPI failures (ERRORS_RETURN) ---- */
+
+/* The library's communicators return MPI errors as codes; a call that
+ * fails leaves its output undefined, and the library must not use it.  The
+ * test interposes the MPI collectives the library calls (definitions in the
+ * executable take precedence over libmpi's): while armed, the nth call of
+ * one function completes normally through PMPI, then its output is
+ * overwritten with 0xa5 bytes (undefined data) and it returns
+ * MPI_ERR_OTHER.  Every rank fails the same call, so ranks that follow the
+ * same path stay in step; the library must then neither crash nor hang nor
+ * compute a wrong result, and each failure must come with a sentence.
+ * (The library's WARN lines for the failures go to stderr.) */
+static struct {
+    int         armed;
+    const char *fn;
+    long        nth, count;
+    int         fired;
+} mf;
+
+static void mf_arm(const char *fn, long nth)
+{
+    mf.fn = fn;
+    mf.nth = nth;
+    mf.count = 0;
+    mf.fired = 0;
+    mf.armed = fn != NULL;
+}
+
+static int mf_fail(const char *fn)
+{
+    if (!mf.armed || strcmp(fn, mf.fn) || ++mf.count != mf.nth) return 0;
+    mf.fired = 1;
+    return 1;
+}
+
+static void mf_poison(void *buf, long count, MPI_Datatype t)
+{
+    int sz = 0;
+    if (buf && buf != MPI_IN_PLACE && count > 0 && PMPI_Type_size(t, &sz) == MPI_SUCCESS)
+        memset(buf, 0xa5, (size_t)count * (size_t)sz);
+}
+
+static int mf_size(MPI_Comm c)
+{
+    int n = 0;
+    PMPI_Comm_size(c, &n);
+    return n;
+}
+
+int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{
+    int rc = PMPI_Allreduce(s, r, n, t, op, c);
+    if (rc != MPI_SUCCESS || !mf_fail("MPI_Allreduce")) return rc;
+    mf_poison(r, n, t);
+    return MPI_ERR_OTHER;
+}
+
+int MPI_Bcast(void *buf, int n, MPI_Datatype t, int root, MPI_Comm c)
+{
+    int rc = PMPI_Bcast(buf, n, t, root, c), me = 0;
+    if (rc != MPI_SUCCESS || !mf_fail("MPI_Bcast")) return rc;
+    PMPI_Comm_rank(c, &me);
+    if (me != root) mf_poison(buf, n, t);
+    return MPI_ERR_OTHER;
+}
+
+int MPI_Allgather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
+                  MPI_Comm c)
+{
+    int rc = PMPI_Allgather(s, sn, st, r, rn, rt, c);
+    if (rc != MPI_SUCCESS || !mf_fail("MPI_Allgather")) return rc;
+    mf_poison(r, (long)rn * mf_size(c), rt);
+    return MPI_ERR_OTHER;
+}
+
+int MPI_Allgatherv(const void *s, int sn, MPI_Datatype st, void *r, const int rn[],
+                   const int displs[], MPI_Datatype rt, MPI_Comm c)
+{
+    int rc = PMPI_Allgatherv(s, sn, st, r, rn, displs, rt, c);
+    if (rc != MPI_SUCCESS || !mf_fail("MPI_Allgatherv")) return rc;
+    long end = 0;
+    for (int i = 0; i < mf_size(c); i++)
+        if (displs[i] + rn[i] > end) end = displs[i] + rn[i];
+    mf_poison(r, end, rt);
+    return MPI_ERR_OTHER;
+}
+
+int MPI_Gather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt,
+               int root, MPI_Comm c)
+{
+    int rc = PMPI_Gather(s, sn, st, r, rn, rt, root, c), me = 0;
+    if (rc != MPI_SUCCESS || !mf_fail("MPI_Gather")) return rc;
+    PMPI_Comm_rank(c, &me);
+    if (me == root) mf_poison(r, (long)rn * mf_size(c), rt);
+    return MPI_ERR_OTHER;
+}
+
+int MPI_Ibarrier(MPI_Comm c, MPI_Request *req)
+{
+    int rc = PMPI_Ibarrier(c, req);
+    if (rc != MPI_SUCCESS || !mf_fail("MPI_Ibarrier")) return rc;
+    PMPI_Wait(req, MPI_STATUS_IGNORE);   /* the real one completes; the caller gets junk */
+    memset(req, 0xa5, sizeof(*req));
+    return MPI_ERR_OTHER;
+}
+
+/* The same status on every rank (the failures are symmetric). */
+static int mf_agree(const char *what, gcoll_status_t st)
+{
+    int v[2] = { (int)st, -(int)st }, r[2];
+    PMPI_Allreduce(v, r, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    checks++;
+    if (r[0] != -r[1]) {
+        fail(what, "the ranks disagree: status %d here, %d..%d over all ranks", (int)st, r[0],
+             -r[1]);
+        return 0;
+    }
+    if (st != GCOLL_SUCCESS) {
+        checks++;
+        if (!gcoll_last_error()[0]) fail(what, "status %d without a sentence", (int)st);
+    }
+    return 1;
+}
+
+/* Create, a few collectives, destroy, with the nth call of fn failing
+ * (nth 0: none); returns the calls of fn made. */
+static long mf_cycle(const char *fn, long nth)
+{
+    char what[96];
+    snprintf(what, sizeof(what), "%s failing at call %ld", fn, nth);
+    mf_arm(fn, nth);
+    gcoll_comm_t c = NULL;
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &c);
+    if (mf_agree(what, st) && st == GCOLL_SUCCESS) {
+        int x[1000], y[1000], g[64];
+        for (int i = 0; i < 1000; i++) x[i] = i + rank;
+        st = gcoll_allreduce(x, y, 1000, GCOLL_INT32, GCOLL_SUM, c);
+        if (mf_agree(what, st) && st == GCOLL_SUCCESS)
+            for (int i = 0; i < 1000; i++)
+                if (y[i] != i * size + size * (size - 1) / 2) {
+                    fail(what, "allreduce element %d is %d", i, y[i]);
+                    break;
+                }
+        int me = rank + 7;
+        st = gcoll_allgather(&me, g, 1, GCOLL_INT32, c);
+        if (mf_agree(what, st) && st == GCOLL_SUCCESS)
+            for (int i = 0; i < size && i < 64; i++)
+                if (g[i] != i + 7) {
+                    fail(what, "allgather element %d is %d", i, g[i]);
+                    break;
+                }
+        mf_agree(what, gcoll_barrier(c));
+        mf_agree(what, gcoll_comm_destroy(c));
+    }
+    long n = mf.count;
+    checks++;
+    if (nth > 0 && nth <= n && !mf.fired) fail(what, "the failure was not injected");
+    mf_arm(NULL, 0);
+    return n;
+}
+
+/* Every call of each function in turn.  One simulated node of all ranks
+ * (GCOLL_NODE_SIZE): the node split of the real node (comm.c) is outside
+ * this test; no calibration. */
+static void test_mpi_failures(void)
+{
+    static const char *const fns[] = { "MPI_Allreduce", "MPI_Bcast", "MPI_Allgather",
+                                       "MPI_Allgatherv", "MPI_Gather", "MPI_Ibarrier" };
+    char node[16], *keep_node = getenv("GCOLL_NODE_SIZE"), *keep_cache = getenv("GCOLL_TUNE_CACHE");
+    char saved_node[32] = "", saved_cache[256] = "";
+    if (keep_node) snprintf(saved_node, sizeof(saved_node), "%s", keep_node);
+    if (keep_cache) snprintf(saved_cache, sizeof(saved_cache), "%s", keep_cache);
+    snprintf(node, sizeof(node), "%d", size);
+    setenv("GCOLL_NODE_SIZE", node, 1);
+    setenv("GCOLL_TUNE_CACHE", "off", 1);
+    long total = 0;
+    for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++) {
+        long n = mf_cycle(fns[f], 0);
+        for (long k = 1; k <= n; k++) mf_cycle(fns[f], k);
+        total += n;
+    }
+    if (keep_node) setenv("GCOLL_NODE_SIZE", saved_node, 1);
+    else unsetenv("GCOLL_NODE_SIZE");
+    if (keep_cache) setenv("GCOLL_TUNE_CACHE", saved_cache, 1);
+    else unsetenv("GCOLL_TUNE_CACHE");
+    checks++;
+    if (total < 3) fail("MPI failures", "only %ld interposed calls were made: not interposed?", total);
+    if (rank == 0) printf("test_bad_input: %ld MPI calls failed in turn\n", total);
+}
+
 /* ------------------------------------------------------ collectives ---- */
 
 static void test_null_buffers(gcoll_comm_t c)
@@ -285,6 +477,94 @@ static void test_allgather_same_pointer(void)
     expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
 }
 
+/* A build without CUDA refuses device buffers with GCOLL_ERR_NOT_SUPPORTED
+ * (gcoll.h) instead of reading them as host memory.  The driver cannot be
+ * had here, so the test answers the detection's query itself (the same
+ * path, through gcoll_memtype_set_driver_query): [fake, fake + FAKE_BYTES)
+ * is "device memory".  It is host memory in truth, so a library that read
+ * it would return success, not crash.  Every rank passes the same buffers:
+ * every rank refuses alike. */
+enum { FAKE_BYTES = 4096 };
+static unsigned char fake[FAKE_BYTES];
+
+static int fake_driver(void *data, int attribute, unsigned long long ptr)
+{
+    if (ptr < (uintptr_t)fake || ptr >= (uintptr_t)fake + FAKE_BYTES) return 1;   /* invalid value */
+    *(unsigned int *)data = attribute == 2 ? 2u : 0u;   /* memory type: device; not managed */
+    return 0;
+}
+
+static void expect_refused(const char *what, gcoll_status_t st)
+{
+    expect(what, st, GCOLL_ERR_NOT_SUPPORTED);
+    checks++;
+    if (st == GCOLL_ERR_NOT_SUPPORTED && !strstr(gcoll_last_error(), "without CUDA"))
+        fail(what, "the sentence does not say why: \"%s\"", gcoll_last_error());
+}
+
+static void test_device_buffers(gcoll_comm_t c)
+{
+    if (!gcoll_memtype_set_driver_query(fake_driver)) {
+        if (rank == 0) printf("test_bad_input: built with CUDA, device buffers are served: "
+                              "their refusal is not tested\n");
+        return;
+    }
+    int host[64] = { 0 }, out[64];
+    void *d = fake, *d2 = fake + FAKE_BYTES / 2;   /* room for 4 ints per rank, 2 ranks */
+    gcoll_request_t req = GCOLL_REQUEST_NULL;
+    expect_refused("allreduce device sendbuf", gcoll_allreduce(d, host, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("allreduce device recvbuf", gcoll_allreduce(host, d, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("allreduce device in place", gcoll_allreduce(d, d, 4, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("bcast device buf", gcoll_bcast(d, 4, GCOLL_INT32, 0, c));
+    expect_refused("reduce device sendbuf", gcoll_reduce(d, out, 4, GCOLL_INT32, GCOLL_SUM, 0, c));
+    expect_refused("allgather device sendbuf", gcoll_allgather(d, out, 1, GCOLL_INT32, c));
+    expect_refused("allgather device recvbuf", gcoll_allgather(host, d, 1, GCOLL_INT32, c));
+    expect_refused("reduce_scatter device sendbuf",
+                   gcoll_reduce_scatter(d, out, 1, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("reduce_scatter device recvbuf",
+                   gcoll_reduce_scatter(host, d, 1, GCOLL_INT32, GCOLL_SUM, c));
+    expect_refused("alltoall device sendbuf", gcoll_alltoall(d, out, 1, GCOLL_INT32, c));
+    expect_refused("alltoall device recvbuf", gcoll_alltoall(host, d2, 1, GCOLL_INT32, c));
+    expect_refused("iallreduce device sendbuf",
+                   gcoll_iallreduce(d, host, 4, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("ibcast device buf", gcoll_ibcast(d, 4, GCOLL_INT32, 0, c, &req));
+    expect_refused("ireduce device sendbuf",
+                   gcoll_ireduce(d, out, 4, GCOLL_INT32, GCOLL_SUM, 0, c, &req));
+    expect_refused("iallgather device recvbuf", gcoll_iallgather(host, d, 1, GCOLL_INT32, c, &req));
+    expect_refused("ireduce_scatter device sendbuf",
+                   gcoll_ireduce_scatter(d, out, 1, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("ialltoall device sendbuf", gcoll_ialltoall(d, out, 1, GCOLL_INT32, c, &req));
+    expect_refused("allreduce_init device recvbuf",
+                   gcoll_allreduce_init(host, d, 4, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("bcast_init device buf", gcoll_bcast_init(d, 4, GCOLL_INT32, 0, c, &req));
+    expect_refused("reduce_init device sendbuf",
+                   gcoll_reduce_init(d, out, 4, GCOLL_INT32, GCOLL_SUM, 0, c, &req));
+    expect_refused("allgather_init device sendbuf",
+                   gcoll_allgather_init(d, out, 1, GCOLL_INT32, c, &req));
+    expect_refused("reduce_scatter_init device recvbuf",
+                   gcoll_reduce_scatter_init(host, d, 1, GCOLL_INT32, GCOLL_SUM, c, &req));
+    expect_refused("alltoall_init device recvbuf",
+                   gcoll_alltoall_init(host, d2, 1, GCOLL_INT32, c, &req));
+    checks++;
+    if (req != GCOLL_REQUEST_NULL) fail("refused requests", "the request is not NULL");
+    gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_BF16 };
+    gcoll_compressor_t z = NULL;
+    gcoll_status_t st = gcoll_compressor_create(c, 4, &p, &z);
+    expect("gcoll_compressor_create", st, GCOLL_SUCCESS);
+    if (st == GCOLL_SUCCESS) {
+        float f[4] = { 0 };
+        st = gcoll_allreduce_compressed(d, f, 4, GCOLL_FLOAT32, GCOLL_SUM, z);
+        expect("allreduce_compressed device sendbuf", st, GCOLL_ERR_NOT_SUPPORTED);
+        gcoll_compressor_destroy(z);
+    }
+    /* host buffers are still host buffers, and count 0 asks nothing */
+    expect("allreduce host buffers with the fake driver",
+           gcoll_allreduce(host, out, 4, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    expect("allreduce count=0 on a device pointer",
+           gcoll_allreduce(d, d, 0, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    gcoll_memtype_set_driver_query(NULL);
+}
+
 /* After all that, the communicator still works. */
 static void test_still_works(gcoll_comm_t c)
 {
@@ -312,6 +592,7 @@ static void test_collectives(void)
     test_bad_out_pointers(c);
     test_count_zero(c);
     test_overlap(c);
+    test_device_buffers(c);
     test_still_works(c);
     expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
 }
@@ -328,6 +609,7 @@ int main(int argc, char **argv)
     test_dead_handle("NULL", NULL);
     test_collectives();
     test_allgather_same_pointer();
+    test_mpi_failures();
     test_destroyed();
     alarm(0);
 
