@@ -29,6 +29,23 @@ static int rank, size, failures, checks;
         if (failures++ < 30) { printf("rank %d FAIL: ", rank); printf(__VA_ARGS__); putchar('\n'); } \
     } while (0)
 
+/* A CUDA runtime call or a libgcoll call that must succeed; evaluates to
+ * whether it did (a test whose buffers were never set up proves nothing). */
+#define CUDA_OK(call) cuda_ok((call), #call)
+#define GCOLL_OK(call) gcoll_ok((call), #call)
+
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    if (e != cudaSuccess) FAIL("%s: %s", what, cudaGetErrorString(e));
+    return e == cudaSuccess;
+}
+
+static int gcoll_ok(gcoll_status_t st, const char *what)
+{
+    if (st != GCOLL_SUCCESS) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    return st == GCOLL_SUCCESS;
+}
+
 static MPI_Datatype mpi_type(gcoll_dtype_t dt)
 {
     switch (dt) {
@@ -94,7 +111,7 @@ static void reference(void *ref, size_t n, gcoll_dtype_t dt, gcoll_op_t op)
     } else {
         fill(in, n, dt, rank);
         MPI_Allreduce(in, ref, (int)n, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD);
-        if (op == GCOLL_AVG) gcoll_reduce_avg_host(ref, n, dt, size);
+        if (op == GCOLL_AVG) GCOLL_OK(gcoll_reduce_avg_host(ref, n, dt, size));
     }
     free(in);
 }
@@ -110,18 +127,19 @@ static void one_case(gcoll_comm_t comm, gcoll_dtype_t dt, gcoll_op_t op, size_t 
     char *d_src = NULL, *d_dst = NULL;
     fill(h, n, dt, rank);
     reference(ref, n, dt, op);
-    cudaMalloc((void **)&d_src, bytes + 1);
-    cudaMalloc((void **)&d_dst, bytes + skew * sz + 1);
-    cudaMemcpy(d_src, h, bytes, cudaMemcpyHostToDevice);
-    cudaMemset(d_dst, 0xa5, bytes + skew * sz + 1);
-    char *dst = in_place ? d_src : d_dst + skew * sz;
+    /* every rank calls the collective, set up or not: a rank that skipped
+     * it would leave the others waiting */
+    int setup = CUDA_OK(cudaMalloc((void **)&d_src, bytes + 1)) &&
+                CUDA_OK(cudaMalloc((void **)&d_dst, bytes + skew * sz + 1)) &&
+                CUDA_OK(cudaMemcpy(d_src, h, bytes, cudaMemcpyHostToDevice)) &&
+                CUDA_OK(cudaMemset(d_dst, 0xa5, bytes + skew * sz + 1));
+    char *dst = in_place ? d_src : d_dst ? d_dst + skew * sz : NULL;
     gcoll_status_t st = gcoll_allreduce(d_src, dst, n, dt, op, comm);
     checks++;
     if (st != GCOLL_SUCCESS) {
         FAIL("%s %s count=%zu%s skew=%zu: status %d: %s", gcoll_dtype_name(dt), gcoll_op_name(op),
              n, in_place ? " in place" : "", skew, (int)st, gcoll_last_error());
-    } else {
-        cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost);
+    } else if (setup && CUDA_OK(cudaMemcpy(got, dst, bytes, cudaMemcpyDeviceToHost))) {
         size_t bad = 0;
         while (bad < bytes && got[bad] == ref[bad]) bad++;
         if (bad < bytes)
@@ -129,7 +147,8 @@ static void one_case(gcoll_comm_t comm, gcoll_dtype_t dt, gcoll_op_t op, size_t 
                  gcoll_dtype_name(dt), gcoll_op_name(op), n, in_place ? " in place" : "", skew,
                  bad, bad / sz);
     }
-    cudaFree(d_src), cudaFree(d_dst);
+    CUDA_OK(cudaFree(d_src));
+    CUDA_OK(cudaFree(d_dst));
     free(h), free(ref), free(got);
 }
 
@@ -145,7 +164,7 @@ static void mixed_buffers(gcoll_comm_t comm)
     void *d = NULL;
     fill(h, n, GCOLL_FLOAT32, rank);
     reference(ref, n, GCOLL_FLOAT32, GCOLL_SUM);
-    cudaMalloc(&d, bytes);
+    CUDA_OK(cudaMalloc(&d, bytes));
     gcoll_status_t st = gcoll_allreduce(h, d, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
     /* where the device path declined, device buffers are staged: exact */
     gcoll_status_t want = comm->cuda_ipc_state == 1 ? GCOLL_ERR_INVALID_ARG : GCOLL_SUCCESS;
@@ -159,14 +178,14 @@ static void mixed_buffers(gcoll_comm_t comm)
     if (st == GCOLL_ERR_INVALID_ARG && !strstr(gcoll_last_error(), "device path"))
         FAIL("host sendbuf into a device recvbuf: the sentence is \"%s\", not the device "
              "path's own", gcoll_last_error());
-    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    CUDA_OK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
     memset(got, 0, bytes);
     st = gcoll_allreduce(d, got, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
     checks++;
     if (st != GCOLL_SUCCESS || memcmp(got, ref, bytes))
         FAIL("device sendbuf into a host recvbuf after the error: status %d (%s) or a result "
              "differing from MPI's", (int)st, gcoll_last_error());
-    cudaFree(d);
+    CUDA_OK(cudaFree(d));
     free(h), free(ref), free(got);
 }
 
@@ -227,13 +246,13 @@ int main(int argc, char **argv)
     int lrank, ndev = 0;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
-    cudaGetDeviceCount(&ndev);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
     if (ndev == 0) {
         if (rank == 0) printf("SKIP: no CUDA device\n");
         MPI_Finalize();
         return 77;
     }
-    cudaSetDevice(lrank % ndev);   /* ranks share the devices round-robin */
+    CUDA_OK(cudaSetDevice(lrank % ndev));   /* ranks share the devices round-robin */
 
     gcoll_comm_t comm;
     if (gcoll_comm_create(MPI_COMM_WORLD, &comm) != GCOLL_SUCCESS) {
@@ -264,7 +283,7 @@ int main(int argc, char **argv)
             FAIL("the CUDA IPC path's state is %d, expected %s (1 = ran, -1 = staged)",
                  comm->cuda_ipc_state, expect);
     }
-    gcoll_comm_destroy(comm);
+    GCOLL_OK(gcoll_comm_destroy(comm));
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

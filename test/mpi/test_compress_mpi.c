@@ -50,6 +50,14 @@ static void fail(const char *fmt, ...)
 }
 
 #define CHECK(cond, ...) do { checks++; if (!(cond)) fail(__VA_ARGS__); } while (0)
+/* A libgcoll call that must succeed; evaluates to whether it did. */
+#define OK(call) ok_status((call), #call)
+
+static int ok_status(gcoll_status_t st, const char *what)
+{
+    CHECK(st == GCOLL_SUCCESS, "%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    return st == GCOLL_SUCCESS;
+}
 
 /* ---- the job's shape, found independently of the library ----------------- */
 
@@ -303,7 +311,7 @@ static void run_config(gcoll_comm_t comm, const gcoll_compress_params_t *p, size
               bad ? (op == GCOLL_AVG ? want[first] / nranks : want[first]) : 0.0);
         check_agree(dst, count, what);
     }
-    gcoll_compressor_destroy(c);
+    OK(gcoll_compressor_destroy(c));
     free(ref.resid), free(ref.owner), free(buf), free(out), free(want);
 }
 
@@ -318,12 +326,15 @@ static double mean_error(gcoll_comm_t comm, const gcoll_compress_params_t *p, si
     double *mean = calloc(n, sizeof(double)), num = 0, den = 0;
     for (size_t i = 0; i < n; i++) g[i] = input(rank, i, 0);
     MPI_Allreduce(g, exact, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    gcoll_compressor_create(comm, n, p, &c);
+    if (!OK(gcoll_compressor_create(comm, n, p, &c))) {
+        free(g), free(out), free(exact), free(mean);
+        return NAN;   /* fails every bound below as well */
+    }
     for (int t = 0; t < T; t++) {
-        gcoll_allreduce_compressed(g, out, n, GCOLL_FLOAT32, GCOLL_SUM, c);
+        if (!OK(gcoll_allreduce_compressed(g, out, n, GCOLL_FLOAT32, GCOLL_SUM, c))) num = NAN;
         for (size_t i = 0; i < n; i++) mean[i] += out[i] / (double)T;
     }
-    gcoll_compressor_destroy(c);
+    OK(gcoll_compressor_destroy(c));
     for (size_t i = 0; i < n; i++) {
         num += (mean[i] - exact[i]) * (mean[i] - exact[i]);
         den += (double)exact[i] * exact[i];
@@ -405,7 +416,7 @@ static void test_nonfinite(gcoll_comm_t comm)
                 CHECK(!bad, "%s step %d: %zu results not finite after an Inf in step 0", name, t,
                       bad);
         }
-        gcoll_compressor_destroy(c);
+        OK(gcoll_compressor_destroy(c));
     }
 }
 
@@ -433,8 +444,8 @@ static void test_mismatch(gcoll_comm_t comm)
 
 static uint64_t inter_bytes(gcoll_comm_t comm)
 {
-    gcoll_stats_t s;
-    gcoll_comm_get_stats(comm, &s);
+    gcoll_stats_t s = { 0 };
+    OK(gcoll_comm_get_stats(comm, &s));
     return s.bytes_sent_inter_node;
 }
 
@@ -454,7 +465,7 @@ static void test_traffic(gcoll_comm_t comm)
     float *buf = malloc(sizeof(float) * n);
     for (size_t i = 0; i < n; i++) buf[i] = input(rank, i, 0);
     uint64_t b0 = inter_bytes(comm), exact, mine, all;
-    gcoll_allreduce(buf, buf, n, GCOLL_FLOAT32, GCOLL_SUM, comm);
+    OK(gcoll_allreduce(buf, buf, n, GCOLL_FLOAT32, GCOLL_SUM, comm));
     exact = inter_bytes(comm) - b0;
     MPI_Allreduce(&exact, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     exact = all;
@@ -462,13 +473,13 @@ static void test_traffic(gcoll_comm_t comm)
     for (int k = 0; k < 3; k++) {
         gcoll_compressor_t c;
         char name[64];
-        gcoll_compressor_create(comm, n, &ps[k], &c);
+        if (!OK(gcoll_compressor_create(comm, n, &ps[k], &c))) continue;
         b0 = inter_bytes(comm);
         CHECK(gcoll_allreduce_compressed(buf, buf, n, GCOLL_FLOAT32, GCOLL_SUM, c) == GCOLL_SUCCESS,
               "traffic call: %s", gcoll_last_error());
         mine = inter_bytes(comm) - b0;
         MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-        gcoll_compressor_destroy(c);
+        OK(gcoll_compressor_destroy(c));
         ref_t ref = { ps[k], NULL, NULL, n, (n + (size_t)L - 1) / (size_t)L };
         size_t N = (size_t)ngroups, cs = ref_chunk(&ref), bound = 0;
         if (k > 0)
@@ -598,7 +609,7 @@ int main(int argc, char **argv)
     test_bad_input(comm);
     test_mismatch(comm);
     test_lifetimes();
-    gcoll_comm_destroy(comm);
+    OK(gcoll_comm_destroy(comm));
     int all_failures = 0, all_checks = 0;
     MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&checks, &all_checks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

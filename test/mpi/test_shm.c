@@ -358,10 +358,12 @@ static void run_back_to_back(void)
         if (it % 5 == 4) {   /* interleave other collectives on the same slots */
             unsigned char b[64];
             if (rank == it % size) memset(b, it, sizeof(b));
-            gcoll_shm_bcast(shm, b, (size_t)(it % 64) + 1, it % size);
-            for (int i = 0; i <= it % 64; i++)
+            st = gcoll_shm_bcast(shm, b, (size_t)(it % 64) + 1, it % size);
+            if (st) FAIL("back-to-back bcast %d: %s", it, gcoll_last_error());
+            for (int i = 0; !st && i <= it % 64; i++)
                 if (b[i] != (unsigned char)it) { FAIL("back-to-back bcast %d byte %d", it, i); break; }
-            gcoll_shm_barrier(shm);
+            st = gcoll_shm_barrier(shm);
+            if (st) FAIL("back-to-back barrier %d: %s", it, gcoll_last_error());
         }
         free(src);
     }
@@ -417,11 +419,16 @@ static int cmp_double(const void *a, const void *b)
 /* Seconds per call of `iters` calls, slowest rank. */
 static double time_block(int use_mpi, float *src, float *dst, size_t n, int iters)
 {
+    int failed = 0;   /* said once; the peers run the same count of calls */
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++) {
-        if (use_mpi) MPI_Allreduce(src, dst, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else gcoll_shm_allreduce(shm, src, dst, n, GCOLL_FLOAT32, GCOLL_SUM);
+        if (use_mpi) {
+            MPI_Allreduce(src, dst, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        } else {
+            gcoll_status_t st = gcoll_shm_allreduce(shm, src, dst, n, GCOLL_FLOAT32, GCOLL_SUM);
+            if (st && !failed++) FAIL("timed allreduce of %zu floats: %s", n, gcoll_last_error());
+        }
     }
     double t = (MPI_Wtime() - t0) / iters, tmax;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
