@@ -231,8 +231,7 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
         }
         gcoll_request_put(r);
     }
-    if (st != GCOLL_SUCCESS) gcoll_comm_fail(comm, st);   /* the peers wait for this rank */
-    gcoll_engine_unlock();
+    gcoll_engine_unlock();   /* a failure before the wait: the caller revokes (failed()) */
     return st;
 }
 

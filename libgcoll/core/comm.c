@@ -276,8 +276,7 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
     if ((st = topo_init(c, parent)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_failure_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = shm_init(c, parent ? parent->mpi_comm : c->mpi_comm)) != GCOLL_SUCCESS) goto err_free;
-    st = gcoll_agree(c->mpi_comm, gcoll_select_init(c), "gcoll_comm_create: the selection table");
-    if (st != GCOLL_SUCCESS) goto err_free;
+    if ((st = gcoll_select_init(c)) != GCOLL_SUCCESS) goto err_free;   /* agreed inside */
     if ((st = tl_init(c)) != GCOLL_SUCCESS) goto err_free;
     if ((st = gcoll_engine_comm_add(c)) != GCOLL_SUCCESS) goto err_free;
     c->in_engine = 1;

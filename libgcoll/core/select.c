@@ -25,6 +25,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "core/select.h"
+#include "core/failure.h"
 #include "base/status.h"
 
 /* The built-in table.  Its thresholds are the usual latency/bandwidth
@@ -223,14 +224,9 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     gcoll_status_t st = parse_forced(comm, comm->cfg.algo);
     if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->cfg, NULL, NULL, &comm->tune);
-    int bad = st != GCOLL_SUCCESS, any_bad = 0;
-    if (MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, comm->mpi_comm) != MPI_SUCCESS)
-        return bad ? st : GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "MPI_Allreduce agreeing on the "
-                                      "selection table failed");
-    if (any_bad && !bad)
-        st = GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "another rank rejected its selection table "
-                                                "(GCOLL_TUNE_FILE, GCOLL_TUNE or GCOLL_ALGO)");
-    return st;
+    return gcoll_agree(comm->mpi_comm, st,
+                       "gcoll_comm_create: the selection table (GCOLL_TUNE_FILE, GCOLL_TUNE or "
+                       "GCOLL_ALGO)");
 }
 
 void gcoll_select_force(gcoll_comm_t comm, gcoll_coll_t coll, const gcoll_algo_t *algo)
