@@ -204,8 +204,14 @@ void gcoll_stage_layout(const void *sendbuf, size_t sbytes, const void *recvbuf,
 {
     const char *s = sendbuf, *r = recvbuf;
     memset(l, 0, sizeof(*l));
-    l->send_in_recv = s && r && s >= r && s < r + dbytes;
-    l->recv_in_send = s && r && !l->send_in_recv && r >= s && r < s + sbytes;
+    /* inside: the whole buffer (in-place reduce_scatter on rank 0 has
+     * recvbuf == sendbuf with the send buffer the larger: recv inside send);
+     * buffers that merely overlap are staged apart, so no image ever
+     * reaches past the area */
+    l->send_in_recv = s && r && s >= r && (size_t)(s - r) < dbytes &&
+                      sbytes <= dbytes - (size_t)(s - r);
+    l->recv_in_send = s && r && !l->send_in_recv && r >= s && (size_t)(r - s) < sbytes &&
+                      dbytes <= sbytes - (size_t)(r - s);
     l->need = l->recv_in_send ? sbytes : dbytes + (l->send_in_recv ? 0 : sbytes);
     if (l->recv_in_send) {
         l->has_send = l->has_recv = 1;
