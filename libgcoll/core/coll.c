@@ -252,29 +252,51 @@ static gcoll_status_t failed(gcoll_comm_t comm, gcoll_status_t st)
  * host images (kept in the communicator), run the host path, copy the
  * result back.  The pointer relations of the in-place forms are kept by
  * placing one image inside the other. */
+void gcoll_stage_layout(const void *sendbuf, size_t sbytes, const void *recvbuf, size_t dbytes,
+                        gcoll_stage_layout_t *l)
+{
+    const char *s = sendbuf, *r = recvbuf;
+    memset(l, 0, sizeof(*l));
+    /* inside: the whole buffer (in-place reduce_scatter on rank 0 has
+     * recvbuf == sendbuf with the send buffer the larger: recv inside send);
+     * buffers that merely overlap are staged apart, so no image ever
+     * reaches past the area */
+    l->send_in_recv = s && r && s >= r && (size_t)(s - r) < dbytes &&
+                      sbytes <= dbytes - (size_t)(s - r);
+    l->recv_in_send = s && r && !l->send_in_recv && r >= s && (size_t)(r - s) < sbytes &&
+                      dbytes <= sbytes - (size_t)(r - s);
+    l->need = l->recv_in_send ? sbytes : dbytes + (l->send_in_recv ? 0 : sbytes);
+    if (l->recv_in_send) {
+        l->has_send = l->has_recv = 1;
+        l->recv_off = (size_t)(r - s);
+        return;
+    }
+    l->has_recv = r && dbytes;
+    if (l->send_in_recv) {
+        l->has_send = 1;
+        l->send_off = (size_t)(s - r);
+    } else if (s && sbytes) {
+        l->has_send = 1;
+        l->send_off = dbytes;
+    }
+}
+
 static gcoll_status_t run_staged(gcoll_comm_t comm, const call_t *k, size_t sbytes, size_t dbytes)
 {
     call_t h = *k;
     const char *s = k->sendbuf, *r = k->recvbuf;
-    int send_in_recv = s && r && s >= r && s < r + dbytes;
-    int recv_in_send = s && r && !send_in_recv && r >= s && r < s + sbytes;
-    size_t need = recv_in_send ? sbytes : dbytes + (send_in_recv ? 0 : sbytes);
-    char *base, *hs = NULL, *hr = NULL;
-    GCOLL_TRY(gcoll_comm_stage(comm, need, (void **)&base));
-    if (recv_in_send) {
-        hs = base;
-        hr = hs + (r - s);
-    } else {
-        if (r && dbytes) hr = base;
-        if (send_in_recv) hs = hr + (s - r);
-        else if (s && sbytes) hs = base + dbytes;
-    }
-    if (!send_in_recv && hs) GCOLL_TRY(gcoll_cuda_to_host(hs, s, sbytes));
-    if (!recv_in_send && hr) GCOLL_TRY(gcoll_cuda_to_host(hr, r, dbytes));
+    gcoll_stage_layout_t l;
+    gcoll_stage_layout(s, sbytes, r, dbytes, &l);
+    char *base, *hs, *hr;
+    GCOLL_TRY(gcoll_comm_stage(comm, l.need, (void **)&base));
+    hs = l.has_send ? base + l.send_off : NULL;
+    hr = l.has_recv ? base + l.recv_off : NULL;
+    if (!l.send_in_recv && hs) GCOLL_TRY(gcoll_cuda_to_host(hs, s, sbytes));
+    if (!l.recv_in_send && hr) GCOLL_TRY(gcoll_cuda_to_host(hr, r, dbytes));
     h.sendbuf = hs;
     h.recvbuf = hr;
     GCOLL_TRY(run_host(comm, &h));
-    if (recv_in_send) return gcoll_cuda_from_host((void *)s, hs, sbytes);
+    if (l.recv_in_send) return gcoll_cuda_from_host((void *)s, hs, sbytes);
     return hr ? gcoll_cuda_from_host((void *)r, hr, dbytes) : GCOLL_SUCCESS;
 }
 

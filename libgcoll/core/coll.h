@@ -8,6 +8,24 @@
 
 struct gcoll_comm;
 
+/* Where the staged path (device buffers through page-locked host memory)
+ * puts the host images of sendbuf (sbytes) and recvbuf (dbytes) in one
+ * staging area of `need` bytes.  An image whose buffer lies wholly inside
+ * the other's (the in-place forms) lies at the same place inside the
+ * other's image and is not copied on its own; otherwise the images are
+ * apart.  A NULL buffer, or one of 0 bytes outside the other, has none.
+ * Pure, for test/unit/test_cuda_host.c. */
+typedef struct {
+    size_t need;
+    int    has_send, has_recv;
+    size_t send_off, recv_off;   /* where the images start in the area */
+    int    send_in_recv;         /* the send image is inside the recv image */
+    int    recv_in_send;         /* the recv image is inside the send image */
+} gcoll_stage_layout_t;
+
+void gcoll_stage_layout(const void *sendbuf, size_t sbytes, const void *recvbuf, size_t dbytes,
+                        gcoll_stage_layout_t *l);
+
 /* Under the engine lock, from a task: post collective k on comm (a
  * sub-communicator) as a regular request on the engine's list.  The task
  * finds it done when !child->active, takes child->status (and child->err)

@@ -214,15 +214,6 @@ static void node_barrier(ipc_call_t *k)
         keep(k, GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "CUDA IPC path: MPI_Barrier of the node failed"));
 }
 
-/* Slice q of n elements: whole 16-byte packs, the remainder to the last
- * slice, so every slice but a short tail reduces with 16-byte loads. */
-static void slice_of(size_t n, size_t dt, int nslices, int q, size_t *lo, size_t *hi)
-{
-    size_t per = 16 / dt, packs = n / per;
-    *lo = (size_t)q * packs / (size_t)nslices * per;
-    *hi = q == nslices - 1 ? n : (size_t)(q + 1) * packs / (size_t)nslices * per;
-}
-
 static int aligned16(const void *p)
 {
     return ((uintptr_t)p & 15u) == 0;
@@ -266,7 +257,7 @@ static void one_chunk(ipc_call_t *k, const char *src, char *dst, size_t n)
     CUDA_STEP(k, cudaStreamSynchronize(x->stream), "cudaStreamSynchronize");
     node_barrier(k);
 
-    slice_of(n, dt, x->nlocal, x->me, &lo, &hi);
+    gcoll_cuda_ipc_slice(n, dt, x->nlocal, x->me, &lo, &hi);
     const void *in[GCOLL_CUDA_MAX_INPUTS];
     for (int q = 0; q < x->nlocal; q++) in[q] = x->peer[q] + lo * dt;
     char *mine = x->buf + out_off + lo * dt, *to = dst + lo * dt;
@@ -282,7 +273,7 @@ static void one_chunk(ipc_call_t *k, const char *src, char *dst, size_t n)
 
     for (int q = 0; q < x->nlocal; q++) {
         if (q == x->me) continue;
-        slice_of(n, dt, x->nlocal, q, &lo, &hi);
+        gcoll_cuda_ipc_slice(n, dt, x->nlocal, q, &lo, &hi);
         if (hi > lo)
             CUDA_STEP(k, cudaMemcpyAsync(dst + lo * dt, x->peer[q] + out_off + lo * dt,
                                          (hi - lo) * dt, cudaMemcpyDeviceToDevice, x->stream),

@@ -34,6 +34,18 @@
 #include <stddef.h>
 #include "gcoll.h"
 
+/* Slice q of nslices of n elements of dt bytes, [*lo, *hi): whole 16-byte
+ * packs, the remainder to the last slice, so every slice but a short tail
+ * reduces with 16-byte loads.  Pure (test/unit/test_cuda_host.c tests it
+ * without a GPU; this header needs no CUDA). */
+static inline void gcoll_cuda_ipc_slice(size_t n, size_t dt, int nslices, int q, size_t *lo,
+                                        size_t *hi)
+{
+    size_t per = 16 / dt, packs = n / per;
+    *lo = (size_t)q * packs / (size_t)nslices * per;
+    *hi = q == nslices - 1 ? n : (size_t)(q + 1) * packs / (size_t)nslices * per;
+}
+
 typedef struct gcoll_cuda_ipc gcoll_cuda_ipc_t;
 
 /* Set up the path for buffers on CUDA device `device`: allocate and map the

@@ -9,6 +9,10 @@
 #   - --impl both prints the MPI/gcoll ratio column;
 #   - --csv and --json write parseable records, one per size;
 #   - gcoll_plot.py turns them into a PNG (where matplotlib is installed);
+#   - gcoll_bench_reduce, _allgather and _allreduce_compressed (3 codecs
+#     over 2 simulated nodes) print OSU columns with values above 0, -c
+#     passes and catches an injected error where the program has -c, and
+#     gcoll_membw prints its four kernels with times and GB/s above 0;
 #   - the overlap programs (gcoll_bench_iallreduce, _ibcast, _iallgather)
 #     print OSU's osu_i<coll> columns with sane, self-consistent values, in
 #     GCOLL_PROGRESS=thread and caller modes, and -c passes and catches an
@@ -175,6 +179,94 @@ else check_osu a2a All-to-All 4 "8 16 32 64"; fi   # float64: 4 bytes is below o
 run barrier gcoll_bench_barrier -i 20 -x 2
 if [ "$rc" -eq 0 ] && check_rows barrier 4 "0"; then pass "barrier: one numeric row"
 else fail "barrier exited $rc or rows wrong (got '$got')"; show barrier; fi
+
+# positive NAME COL...: every data row has those columns above 0.
+positive() {
+    name=$1
+    shift
+    bad=$(rows "$TMP/$name.out" | awk -v cols="$*" '
+        BEGIN { n = split(cols, c, " ") }
+        { for (i = 1; i <= n; i++) if (!($c[i] > 0)) print $1 ":col" c[i] "=" $c[i] }' | tr '\n' ' ')
+    [ -z "$bad" ]
+}
+
+# Sizes where the GB/s columns stay above the 0.001 they can show even on a
+# loaded machine (8 ms a call would be needed to print 0.000 at 4 KiB).
+BSIZES="4096 8192 16384 32768 65536"
+
+# reduce: OSU columns, -c at a root other than 0, in both implementations
+run reduce gcoll_bench_reduce -m 4K:64K -i 10 -x 1 -c -r 1 --impl both --blocks 3
+if [ "$rc" -ne 0 ]; then fail "reduce -c -r 1 --impl both exited $rc"; show reduce
+elif ! grep -q '^# Size .*MPI/gcoll' "$TMP/reduce.out"; then
+    fail "reduce --impl both: no MPI/gcoll column"; show reduce
+elif ! positive reduce 2 3 4 5 6 7 8; then
+    fail "reduce: values not above 0: $bad"; show reduce
+else check_osu reduce Reduce 8 "$BSIZES"; fi
+
+GCOLL_BENCH_INJECT_ERROR=1
+export GCOLL_BENCH_INJECT_ERROR
+run rinject gcoll_bench_reduce -m 4:64 -i 5 -x 1 -c   # root 0: the corrupted output is rank 0's
+unset GCOLL_BENCH_INJECT_ERROR
+if [ "$rc" -ne 0 ] && grep -q 'VALIDATION FAILED' "$TMP/rinject.err"; then
+    pass "reduce -c catches an injected error (exit $rc)"
+else fail "reduce -c with GCOLL_BENCH_INJECT_ERROR=1: exit $rc, message missing?"; show rinject; fi
+
+# allgather: host buffers (-d gcoll is above), -c, both implementations
+run ag gcoll_bench_allgather -m 4K:64K -i 10 -x 1 -c -T int8 --impl both --blocks 3
+if [ "$rc" -ne 0 ]; then fail "allgather -c -T int8 --impl both exited $rc"; show ag
+elif ! positive ag 2 3 4 5 6 7 8; then fail "allgather: values not above 0: $bad"; show ag
+else check_osu ag Allgather 8 "$BSIZES"; fi
+
+GCOLL_BENCH_INJECT_ERROR=1
+export GCOLL_BENCH_INJECT_ERROR
+run aginject gcoll_bench_allgather -m 4:64 -i 5 -x 1 -c
+unset GCOLL_BENCH_INJECT_ERROR
+if [ "$rc" -ne 0 ] && grep -q 'VALIDATION FAILED' "$TMP/aginject.err"; then
+    pass "allgather -c catches an injected error (exit $rc)"
+else fail "allgather -c with GCOLL_BENCH_INJECT_ERROR=1: exit $rc, message missing?"; show aginject; fi
+
+# allreduce_compressed: 2 simulated nodes of 1, so the shares cross
+# compressed; lossy by design, so it has no -c check of its own
+# (test_compress_mpi checks the results).
+CSIZES="4096 8192 16384 32768"
+for codec in topk onebit:64 bf16; do
+    name=comp_$(echo "$codec" | tr -c 'a-z0-9\n' _)
+    GCOLL_BENCH_CODEC=$codec GCOLL_NODE_SIZE=1
+    export GCOLL_BENCH_CODEC GCOLL_NODE_SIZE
+    run "$name" gcoll_bench_allreduce_compressed -m 4K:32K -i 10 -x 2 --impl both --blocks 3
+    unset GCOLL_BENCH_CODEC GCOLL_NODE_SIZE
+    if [ "$rc" -ne 0 ]; then fail "allreduce_compressed ($codec) exited $rc"; show "$name"
+    elif ! positive "$name" 2 3 4 5 6 7 8; then
+        fail "allreduce_compressed ($codec): values not above 0: $bad"; show "$name"
+    else check_osu "$name" 'Allreduce (compressed)' 8 "$CSIZES"; fi
+done
+GCOLL_BENCH_CODEC=zstd
+export GCOLL_BENCH_CODEC
+run compbad gcoll_bench_allreduce_compressed -m 4:64 -i 2 -x 1
+unset GCOLL_BENCH_CODEC
+if [ "$rc" -eq 2 ] && grep -q 'GCOLL_BENCH_CODEC=zstd: unknown codec' "$TMP/compbad.err"; then
+    pass "allreduce_compressed refuses an unknown codec with a message"
+else fail "allreduce_compressed with GCOLL_BENCH_CODEC=zstd: exit $rc"; show compbad; fi
+
+# gcoll_membw (no correctness check of its own): the four kernels, in
+# order, each a time and a bandwidth above 0 for 2 ranks x 1 MiB.
+run membw gcoll_membw 1M
+bad=$(awk '
+    { if (match($0, / 2 ranks x 1024 KiB arrays: +[0-9.]+ us, +[0-9.]+ GB\/s aggregate \(read \+ written\)$/)) {
+          name = substr($0, 1, RSTART - 1); sub(/ +$/, "", name)
+          split(substr($0, RSTART), f, /[ ,]+/)
+          # f: "" 2 ranks x 1024 KiB arrays: T us GB GB/s ...
+          if (!(f[8] > 0) || !(f[10] > 0)) print "zero:" name
+          names = names name ";"
+      } else print "line:" $0 }
+    END { if (names != "memcpy (c = a);stream (c = a);c = a + b;a += b;") print "kernels:" names }' \
+    "$TMP/membw.out" | tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ -z "$bad" ]; then pass "gcoll_membw: four kernels, times and GB/s above 0"
+else fail "gcoll_membw: exit $rc $bad"; show membw; fi
+run membwbad gcoll_membw 12
+if [ "$rc" -eq 2 ] && grep -q '^usage: gcoll_membw' "$TMP/membwbad.err"; then
+    pass "gcoll_membw refuses a size under 64 bytes"
+else fail "gcoll_membw 12: exit $rc"; show membwbad; fi
 
 # ---- overlap benchmarks (nonblocking collectives) ---------------------------
 OSIZES="4096 8192 16384 32768 65536"

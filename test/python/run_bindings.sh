@@ -10,7 +10,9 @@
 # with GCOLL_PROGRESS=caller, where a request advances only inside libgcoll
 # calls (so a dropped request's result is there only if its __del__ waited).
 # test_mem.py checks gcoll.empty (arrays on gcoll_mem_alloc memory) and the
-# zero-copy path the collectives take on them.
+# zero-copy path the collectives take on them.  test_cai.py (1 and 2 ranks)
+# checks the __cuda_array_interface__ parser with fake device arrays over
+# host memory, which libgcoll serves on the host path.
 # Uses the libgcoll of
 # this build tree.  SKIP (77) without mpirun, or without a Python that has
 # numpy and mpi4py (Debian: python3-numpy python3-mpi4py).
@@ -51,6 +53,8 @@ for test in test_bindings test_compress test_nonblocking test_mem; do
     run $test 4 GCOLL_NODE_SIZE=2
 done
 run test_compress 3 GCOLL_NODE_SIZE=2
+run test_cai 1
+run test_cai 2
 run test_nonblocking 2 GCOLL_PROGRESS=caller
 run test_nonblocking 4 GCOLL_NODE_SIZE=2 GCOLL_PROGRESS=caller
 echo "run_bindings.sh: $pass passed, $fail failed"
