@@ -17,7 +17,7 @@
 # program is missing.  Environment: MPIRUN, MPIRUN_FLAGS, GCOLL_TEST_TIMEOUT.
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/mpi/test_dropin
 LIBDIR=$PWD/.libs
@@ -29,11 +29,7 @@ command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
 [ -x "$PROG" ] || { echo "ERROR: $PROG not built"; exit 99; }
 [ -f "$LIB" ] || { echo "SKIP: $LIB not built (shared libraries off?)"; exit 77; }
 
-flags="${MPIRUN_FLAGS:-}"
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    flags="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1 $flags"
-    [ "$(id -u)" = 0 ] && flags="--allow-run-as-root $flags"
-fi
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 
 if command -v flock >/dev/null 2>&1; then exec 9>test/mpi/mpi-jobs.lock; flock 9; fi
 
@@ -46,7 +42,7 @@ run() {
     local xs=()
     while [ "$1" != -- ]; do xs+=("$1"); shift; done
     shift
-    timeout "$JOB_TIMEOUT" "$MPIRUN" $flags -n "$np" "${xs[@]}" "$@" >"$tmp/$out" 2>&1
+    timeout "$JOB_TIMEOUT" "$LAUNCH" --mca mpi_yield_when_idle 1 -n "$np" "${xs[@]}" "$@" >"$tmp/$out" 2>&1
     echo $? >"$tmp/$out.rc"
 }
 PRE=(-x "LD_PRELOAD=$LIB" -x "LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
