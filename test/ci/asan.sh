@@ -22,7 +22,8 @@
 #                  frames), verify_asan_link_order=0 (LD_PRELOAD of
 #                  libgcoll_mpi by the drop-in tests)
 #   UBSAN_OPTIONS  halt_on_error=1:print_stacktrace=1
-# GCOLL_ASAN_LEAKS=no: detect_leaks=0.
+# GCOLL_ASAN_LEAKS=no: detect_leaks=0.  GCOLL_CI_ASAN_TESTS="TEST ...": only
+# those tests (e.g. to fit CI's time; the rest are listed as not selected).
 #
 # Runs every test of make check but these, each printed with its reason and
 # counted as a SKIP:
@@ -102,6 +103,7 @@ build_and_check() {
         *) tests+=("$t") ;;
         esac
     done
+    mapfile -t tests < <(leg_only "${GCOLL_CI_ASAN_TESTS:-}" "${tests[@]}")
     rm -rf "$reports" && mkdir -p "$reports" || return
     sanitizer_env
     echo "== ASAN_OPTIONS=$ASAN_OPTIONS"

@@ -58,6 +58,20 @@ leg_tests() {
     printf 'gcoll-leg-tests:\n\t@echo $(TESTS)\n' | make -s -f Makefile -f - gcoll-leg-tests | tr ' ' '\n' | grep .
 }
 
+# leg_only LIST TEST...: the TESTs that LIST (words) names, or all of them
+# when LIST is empty; what LIST leaves out is printed
+leg_only() {
+    local list=$1 t
+    shift
+    if [ -z "$list" ]; then printf '%s\n' "$@"; return; fi
+    for t in "$@"; do
+        case " $list " in
+            *" $t "*) echo "$t" ;;
+            *) echo "   not selected: $t" >&2 ;;
+        esac
+    done
+}
+
 # leg_configure_and_build CONFIGURE-ARGS...: in the current directory (the
 # leg's build directory): configure (once: a Makefile there is kept), make,
 # and the check programs, in parallel ($JOBS, default 2)

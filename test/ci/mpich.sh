@@ -39,7 +39,8 @@
 # once fixed.
 # CUDA is not built here (--without-cuda; the Open MPI leg builds it).
 # Prints "N passed, N failed, N skipped" of this leg last; exit 1 if
-# anything failed.  Environment: JOBS (make -j, default 2), GCOLL_MPICH_VENV.
+# anything failed.  Environment: JOBS (make -j, default 2), GCOLL_MPICH_VENV,
+# GCOLL_CI_MPICH_TESTS="TEST ..." (only those tests).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=test/ci/lib.sh
@@ -120,6 +121,7 @@ build_and_check() {
         *) tests+=("$t") ;;
         esac
     done
+    mapfile -t tests < <(leg_only "${GCOLL_CI_MPICH_TESTS:-}" "${tests[@]}")
     export GCOLL_TEST_DROPIN=no
     leg_check "${tests[@]}"
 }
