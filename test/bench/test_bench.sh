@@ -23,7 +23,7 @@
 
 BENCH_DIR=${BENCH_DIR:-./bench}
 srcdir=${srcdir:-.}
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gcoll_bench_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 failures=0
@@ -33,11 +33,7 @@ if ! command -v "$MPIRUN" >/dev/null 2>&1; then
     echo "SKIP: $MPIRUN not found (set MPIRUN)"
     exit 77
 fi
-MPIFLAGS=""
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    MPIFLAGS="--oversubscribe"
-    [ "$(id -u)" = 0 ] && MPIFLAGS="$MPIFLAGS --allow-run-as-root"
-fi
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -47,8 +43,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 run() {
     name=$1 prog=$2
     shift 2
-    # shellcheck disable=SC2086
-    timeout 300 "$MPIRUN" $MPIFLAGS -n 2 "$BENCH_DIR/$prog" "$@" \
+    timeout 300 "$LAUNCH" -n 2 "$BENCH_DIR/$prog" "$@" \
         >"$TMP/$name.out" 2>"$TMP/$name.err"
     rc=$?
 }

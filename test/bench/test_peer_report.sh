@@ -14,7 +14,7 @@
 
 BENCH_DIR=${BENCH_DIR:-./bench}
 srcdir=${srcdir:-.}
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 PYTHON=${PYTHON:-python3}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gcoll_peers_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
@@ -41,11 +41,7 @@ if ! command -v "$MPIRUN" >/dev/null 2>&1; then
     [ "$failures" = 0 ] && exit 77
     exit 1
 fi
-MPIFLAGS="" XFLAG=""
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    MPIFLAGS="--oversubscribe" XFLAG="-x PEER_HARNESS_INJECT_ERROR"
-    [ "$(id -u)" = 0 ] && MPIFLAGS="$MPIFLAGS --allow-run-as-root"
-fi
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 
 mkdir -p "$TMP/out/raw"
 # 5 collectives x sizes 8, 256, 1024 (the maximum is always included)
@@ -53,8 +49,8 @@ tiny="-m 8:1K -f 32 -b 3 -t 1 -w 1 -p 1 -P 5"
 for v in mpi gcoll; do
     label=$v; [ "$v" = mpi ] && label=ompi4
     out=$TMP/out/raw/np2_r1_$label.txt
-    # shellcheck disable=SC2086
-    timeout 120 "$MPIRUN" $MPIFLAGS -n 2 "$BENCH_DIR/peers/peer_harness_$v" -l "$label" $tiny \
+    # shellcheck disable=SC2086  # tiny is a list of words
+    timeout 120 "$LAUNCH" -n 2 "$BENCH_DIR/peers/peer_harness_$v" -l "$label" $tiny \
         >"$out" 2>"$TMP/$v.err"
     rc=$?
     rows=$(grep -c '^peer ' "$out")
@@ -73,8 +69,7 @@ for v in mpi gcoll; do
 done
 
 # a wrong result must be caught: exit 1, valid=0, a message
-# shellcheck disable=SC2086
-PEER_HARNESS_INJECT_ERROR=1 timeout 120 "$MPIRUN" $MPIFLAGS $XFLAG -n 2 \
+PEER_HARNESS_INJECT_ERROR=1 timeout 120 "$LAUNCH" -x PEER_HARNESS_INJECT_ERROR -n 2 \
     "$BENCH_DIR/peers/peer_harness_mpi" -c allreduce -m 8 -b 1 -t 1 -w 1 -p 1 -P 5 \
     >"$TMP/inject.out" 2>"$TMP/inject.err"
 rc=$?

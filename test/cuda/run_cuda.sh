@@ -11,7 +11,7 @@
 # GCOLL_TEST_TIMEOUT (seconds per job, default 300).
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/cuda/test_cuda_allreduce
 passed=0
@@ -24,31 +24,16 @@ if ! why=$("$PROG" --probe); then
 fi
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN on PATH"; exit 77; }
 
-# Open MPI or MPICH (the GPU machine may only have MPICH: scripts/gpu_check.sh).
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then ompi=1; else ompi=0; fi
-
-mpirun_flags() {
-    if [ $ompi = 1 ]; then
-        local f="--oversubscribe --bind-to none"
-        [ "$(id -u)" = 0 ] && f="$f --allow-run-as-root"
-        echo "$f ${MPIRUN_FLAGS:-}"
-    else
-        echo "${MPIRUN_FLAGS:-}"
-    fi
-}
-
-# An environment variable for every rank: NAME VALUE.
-env_flag() {
-    if [ $ompi = 1 ]; then echo "-x $1=$2"; else echo "-genv $1 $2"; fi
-}
+# Open MPI or MPICH (the GPU machine may only have MPICH: scripts/gpu_check.sh):
+# test/launch.sh knows the flags of both.
+LAUNCH=$(dirname "$0")/../launch.sh
 
 # run_job NP NODE_SIZE EXPECT_IPC (node size 0: the real node)
 run_job() {
     local np=$1 node=$2 expect=$3 out rc
     out=$(mktemp)
-    # shellcheck disable=SC2046  # the flags are words on purpose
-    timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" $(mpirun_flags) -np "$np" \
-        $(env_flag GCOLL_NODE_SIZE "$node") $(env_flag GCOLL_TEST_EXPECT_IPC "$expect") \
+    timeout -k 10 "$JOB_TIMEOUT" "$LAUNCH" -np "$np" \
+        -x "GCOLL_NODE_SIZE=$node" -x "GCOLL_TEST_EXPECT_IPC=$expect" \
         "$PROG" >"$out" 2>&1
     rc=$?
     if [ "$rc" = 0 ] && grep -q "^test_cuda_allreduce: $np ranks: ok" "$out"; then

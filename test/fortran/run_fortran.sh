@@ -8,19 +8,18 @@
 # build tree; run from the top build directory (make check does).  SKIP (77) without mpirun
 # or when the binding was not built (configure found no Fortran compiler that
 # can use mpi_f08: see its "Fortran binding" line, --enable-fortran, MPIFC).
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 prog=test/fortran/test_bindings
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 [ -x "$prog" ] || { echo "SKIP: Fortran binding not built ($prog missing: configure found no Fortran compiler that can use mpi_f08; try MPIFC=mpif90 --enable-fortran)"; exit 77; }
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 mkdir -p test/mpi && exec 9>test/mpi/mpi-jobs.lock && flock 9
 export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}   # a hang names the peers it waited for
 pass=0 fail=0
 run() {   # run NP [ENV=VALUE ...]
     local np=$1; shift
     local env=(-x GCOLL_TIMEOUT); for e in "$@"; do env+=(-x "$e"); done
-    local out; out=$(timeout -k 10 300 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
-        -n "$np" "${env[@]}" "$prog" 2>&1)
+    local out; out=$(timeout -k 10 300 "$LAUNCH" -n "$np" "${env[@]}" "$prog" 2>&1)
     local rc=$?
     if [ $rc = 0 ] && grep -q "ranks: ok" <<<"$out"; then
         echo "PASS: np=$np $* $(grep 'ranks: ok' <<<"$out")"; pass=$((pass + 1))

@@ -24,12 +24,12 @@
 # test/mpi/mpi-jobs.lock, so `make -j check` stays correct on a small machine.
 #
 # Environment: MPIRUN (default mpirun), GCOLL_TEST_TIMEOUT (seconds per job,
-# default 300), MPIRUN_FLAGS (extra flags), GCOLL_TIMEOUT (default 120 here, so
+# default 300), MPIRUN_FLAGS (extra flags, see test/launch.sh), GCOLL_TIMEOUT (default 120 here, so
 # a hang inside the library reports which peers it waited for).
 set -u
 
 MODE=${1:-all}
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}
 COLL=test/mpi/test_coll_mpi
@@ -42,16 +42,10 @@ skipped=0
 
 # ------------------------------------------------------------ setup ----
 
-# Flags for Open MPI; other launchers get only -np.
-mpirun_flags() {
-    if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-        local f="--oversubscribe --bind-to none --mca btl ^openib --mca mpi_yield_when_idle 1"
-        [ "$(id -u)" = 0 ] && f="$f --allow-run-as-root"
-        echo "$f ${MPIRUN_FLAGS:-}"
-    else
-        echo "${MPIRUN_FLAGS:-}"
-    fi
-}
+# Every job goes through test/launch.sh (Open MPI's or MPICH's flags); these
+# Open MPI parameters are left out for other launchers.
+LAUNCH=$(dirname "$0")/../launch.sh
+MCA=(--mca btl ^openib --mca mpi_yield_when_idle 1)
 
 have_ucx() {
     grep -q '^#define HAVE_UCX 1' gcoll_build.h 2>/dev/null   # configure's results
@@ -81,8 +75,7 @@ run_job() {
     shift
     out=$(mktemp)
     t0=$(date +%s)
-    # shellcheck disable=SC2046  # the flags are words on purpose
-    env "${envs[@]}" timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" $(mpirun_flags) -np "$np" "$@" >"$out" 2>&1
+    env "${envs[@]}" timeout -k 10 "$JOB_TIMEOUT" "$LAUNCH" "${MCA[@]}" -np "$np" "$@" >"$out" 2>&1
     rc=$?
     t0=$(($(date +%s) - t0))
     summary=$(grep -E '^test_(coll_mpi|bad_input): [0-9]+ checks' "$out" | tail -n 1)
@@ -116,7 +109,7 @@ run_job() {
         [ "$rc" = 97 ] || why="exit $rc"
         if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then why="timed out after $JOB_TIMEOUT s"; fi
         echo "FAIL: $label ($why, $t0 s)"
-        echo "  | env ${envs[*]} $MPIRUN -np $np $*"
+        echo "  | env ${envs[*]} MPIRUN=$MPIRUN $LAUNCH -np $np $*"
         head -n 60 "$out" | sed 's/^/  | /'
         [ -z "${LOG:-}" ] || grep -h -s -m 20 ' coll\.c:' "$LOG".0 | sed 's/^/  | rank 0: /'
         failed=$((failed + 1))

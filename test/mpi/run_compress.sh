@@ -6,17 +6,17 @@
 # 2 (TopK and 1-bit two-phase from 3 nodes on; issue 14: bytes >= 20x fewer
 # than exact at 2, 4 and 8 nodes, convergence of the running mean).
 prog=./test/mpi/test_compress_mpi
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 [ -x "$prog" ] || { echo "ERROR: $prog not built"; exit 99; }
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9   # one MPI job at a time (2 cores)
 status=0
 for shape in "1 0" "2 0" "4 2" "6 3" "4 1" "5 2" "6 2" "8 2" "16 2"; do
     set -- $shape
     env=(); [ "$2" != 0 ] && env=(GCOLL_NODE_SIZE=$2)
     echo "== np=$1 ${env[*]:-one node}"
-    env "${env[@]}" GCOLL_TIMEOUT=120 timeout -k 10 600 "$MPIRUN" "${root[@]}" --oversubscribe \
-        --bind-to none --mca btl ^openib -n "$1" "$prog" || status=1
+    env "${env[@]}" GCOLL_TIMEOUT=120 timeout -k 10 600 "$LAUNCH" \
+        --mca btl ^openib -n "$1" "$prog" || status=1
 done
 exit $status

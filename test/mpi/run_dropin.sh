@@ -27,7 +27,7 @@
 # configured with MPICH's mpicc runs these tests against MPICH.
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/mpi/test_dropin
 LIBDIR=$PWD/.libs
@@ -39,15 +39,7 @@ command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
 [ -x "$PROG" ] || { echo "ERROR: $PROG not built"; exit 99; }
 [ -f "$LIB" ] || { echo "SKIP: $LIB not built (shared libraries off?)"; exit 77; }
 
-flags="${MPIRUN_FLAGS:-}"
-hydra=0
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    flags="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1 $flags"
-    [ "$(id -u)" = 0 ] && flags="--allow-run-as-root $flags"
-elif "$MPIRUN" --version 2>&1 | grep -q "HYDRA"; then
-    hydra=1   # MPICH: -genv VAR VAL for Open MPI's -x VAR=VAL
-    flags="-bind-to none $flags"
-fi
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 
 if command -v flock >/dev/null 2>&1; then exec 9>test/mpi/mpi-jobs.lock; flock 9; fi
 
@@ -57,16 +49,10 @@ trap 'rm -rf "$tmp"' EXIT
 # run OUT NP [-x VAR=VAL ...] -- PROG ARGS: stdout+stderr to $tmp/OUT, rc to $tmp/OUT.rc
 run() {
     local out=$1 np=$2; shift 2
-    local xs=() kv
-    while [ "$1" != -- ]; do
-        if [ "$hydra" = 1 ] && [ "$1" = -x ]; then
-            kv=$2; xs+=(-genv "${kv%%=*}" "${kv#*=}"); shift 2
-        else
-            xs+=("$1"); shift
-        fi
-    done
+    local xs=()
+    while [ "$1" != -- ]; do xs+=("$1"); shift; done
     shift
-    timeout "$JOB_TIMEOUT" "$MPIRUN" $flags -n "$np" "${xs[@]}" "$@" >"$tmp/$out" 2>&1
+    timeout "$JOB_TIMEOUT" "$LAUNCH" --mca mpi_yield_when_idle 1 -n "$np" "${xs[@]}" "$@" >"$tmp/$out" 2>&1
     echo $? >"$tmp/$out.rc"
 }
 PRE=(-x "LD_PRELOAD=$LIB" -x "LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")

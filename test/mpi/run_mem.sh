@@ -12,12 +12,12 @@
 # Environment: MPIRUN (default mpirun), GCOLL_TEST_TIMEOUT (seconds per job,
 # default 300).
 set -u
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 prog=test/mpi/test_mem
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 [ -x "$prog" ] || { echo "ERROR: $prog not built (run from the top build directory)"; exit 99; }
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9   # one MPI job at a time (2 cores)
 passed=0 failed=0
 # run NP [ENV=VALUE ...] [-- ARGS]
@@ -28,7 +28,7 @@ run() {
     [ "${1:-}" = -- ] && shift && args=("$@")
     out=$(mktemp)
     t0=$(date +%s)
-    timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
+    timeout -k 10 "$JOB_TIMEOUT" "$LAUNCH" \
         -x GCOLL_TIMEOUT=120 "${env[@]}" -n "$np" "$prog" "${args[@]}" >"$out" 2>&1
     rc=$?
     t0=$(($(date +%s) - t0))

@@ -13,21 +13,14 @@
 # missing.  Environment: MPIRUN, MPIRUN_FLAGS, GCOLL_TEST_TIMEOUT (s per job).
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/mpi/test_nonblocking
 passed=0
 failed=0
 
-mpirun_flags() {
-    if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-        local f="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-        [ "$(id -u)" = 0 ] && f="$f --allow-run-as-root"
-        echo "$f ${MPIRUN_FLAGS:-}"
-    else
-        echo "${MPIRUN_FLAGS:-}"
-    fi
-}
+# Jobs go through test/launch.sh (Open MPI's or MPICH's flags).
+LAUNCH=$(dirname "$0")/../launch.sh
 
 take_lock() {
     command -v flock >/dev/null 2>&1 || return 0
@@ -48,8 +41,8 @@ run_job() {
     for v in $vars; do xs+=(-x "$v"); done
     out=$(mktemp)
     t0=$(date +%s)
-    # shellcheck disable=SC2046  # the flags are words on purpose
-    env $vars timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" $(mpirun_flags) "${xs[@]}" -np "$np" \
+    # shellcheck disable=SC2086  # vars are words on purpose
+    env $vars timeout -k 10 "$JOB_TIMEOUT" "$LAUNCH" --mca mpi_yield_when_idle 1 "${xs[@]}" -np "$np" \
         "$PROG" "$@" >"$out" 2>&1
     rc=$?
     t0=$(($(date +%s) - t0))

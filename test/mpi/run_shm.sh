@@ -15,21 +15,14 @@
 # default 300), MPIRUN_FLAGS (extra flags).
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/mpi/test_shm
 passed=0
 failed=0
 
-mpirun_flags() {
-    if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-        local f="--oversubscribe --bind-to none"
-        [ "$(id -u)" = 0 ] && f="$f --allow-run-as-root"
-        echo "$f ${MPIRUN_FLAGS:-}"
-    else
-        echo "${MPIRUN_FLAGS:-}"
-    fi
-}
+# Jobs go through test/launch.sh (Open MPI's or MPICH's flags).
+LAUNCH=$(dirname "$0")/../launch.sh
 
 # Share run_coll.sh's lock: MPI jobs never run side by side under make -j.
 take_lock() {
@@ -44,8 +37,7 @@ run_job() {
     shift
     out=$(mktemp)
     t0=$(date +%s)
-    # shellcheck disable=SC2046  # the flags are words on purpose
-    timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" $(mpirun_flags) -np "$np" "$PROG" "$@" >"$out" 2>&1
+    timeout -k 10 "$JOB_TIMEOUT" "$LAUNCH" -np "$np" "$PROG" "$@" >"$out" 2>&1
     rc=$?
     t0=$(($(date +%s) - t0))
     if [ "$rc" = 0 ] && { [ $# -gt 0 ] || grep -q "^test_shm: $np ranks: ok" "$out"; }; then

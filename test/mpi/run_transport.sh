@@ -14,20 +14,12 @@
 # `make -j check` never runs two of them side by side on a small machine.
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/mpi/test_transport
 
-# Flags for Open MPI; other launchers get only -np.
-mpirun_flags() {
-    if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-        local f="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-        [ "$(id -u)" = 0 ] && f="$f --allow-run-as-root"
-        echo "$f ${MPIRUN_FLAGS:-}"
-    else
-        echo "${MPIRUN_FLAGS:-}"
-    fi
-}
+# Jobs go through test/launch.sh (Open MPI's or MPICH's flags).
+LAUNCH=$(dirname "$0")/../launch.sh
 
 take_lock() {
     command -v flock >/dev/null 2>&1 || return 0
@@ -43,8 +35,8 @@ failed=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for np in 2 3 1; do
-    # shellcheck disable=SC2046,SC2086  # flags are words on purpose
-    timeout -k 10 "$JOB_TIMEOUT" "$MPIRUN" $(mpirun_flags) -np "$np" "$PROG" \
+    # shellcheck disable=SC2086  # TRANSPORT_TEST_ARGS are words on purpose
+    timeout -k 10 "$JOB_TIMEOUT" "$LAUNCH" --mca mpi_yield_when_idle 1 -np "$np" "$PROG" \
         ${TRANSPORT_TEST_ARGS:-} >"$out" 2>&1
     rc=$?
     if [ "$rc" = 0 ]; then

@@ -13,7 +13,7 @@
 # 77 no mpirun, 99 setup error.
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 PROG=test/mpi/test_tune_create
 INFO=tools/gcoll_info
 TUNE=tools/gcoll_tune
@@ -27,11 +27,7 @@ done
 # serialise MPI jobs with the other MPI test scripts
 if command -v flock >/dev/null 2>&1; then exec 9>test/mpi/mpi-jobs.lock; flock 9; fi
 
-FLAGS=""
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    FLAGS="--oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-    [ "$(id -u)" = 0 ] && FLAGS="$FLAGS --allow-run-as-root"
-fi
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 unset GCOLL_ALGO GCOLL_TUNE GCOLL_TUNE_FILE GCOLL_NODE_SIZE GCOLL_DEBUG
@@ -41,8 +37,7 @@ export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}
 mpi() {   # mpi NP PROGRAM ARGS...: output in $DIR/out, status returned
     local np=$1
     shift
-    # shellcheck disable=SC2086  # FLAGS are words on purpose
-    timeout -k 10 300 "$MPIRUN" $FLAGS -np "$np" "$@" >"$DIR/out" 2>&1
+    timeout -k 10 300 "$LAUNCH" --mca mpi_yield_when_idle 1 -np "$np" "$@" >"$DIR/out" 2>&1
 }
 
 check() {   # check LABEL CONDITION-STATUS

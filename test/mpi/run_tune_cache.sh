@@ -17,12 +17,12 @@
 #   (g) 4 ranks as 2 simulated nodes: an entry of its own, all 4 ranks agree,
 #       gcoll_info finds it, gcoll_info --calibrate replaces it;
 #   (h) the MPI drop-in (preloaded libgcoll_mpi) measures inside MPI_Init,
-#       before the program's first collective.
+#       before the program's first collective (GCOLL_TEST_DROPIN=no: not run).
 # Run from the top build directory.  Exit 0 all passed, 1 a check failed,
 # 77 no mpirun, 99 setup error.
 set -u
 
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 PROG=test/mpi/test_tune_create
 INFO=tools/gcoll_info
 passed=0
@@ -35,22 +35,17 @@ done
 # serialise MPI jobs with the other MPI test scripts
 if command -v flock >/dev/null 2>&1; then exec 9>test/mpi/mpi-jobs.lock; flock 9; fi
 
-FLAGS=""
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    FLAGS="--oversubscribe --bind-to none"
-    [ "$(id -u)" = 0 ] && FLAGS="$FLAGS --allow-run-as-root"
-fi
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 unset GCOLL_ALGO GCOLL_TUNE GCOLL_TUNE_FILE GCOLL_NODE_SIZE GCOLL_DEBUG GCOLL_TUNE_CACHE
 export GCOLL_TIMEOUT=${GCOLL_TIMEOUT:-120}
 SIZES="8 4096 65536 1048576 16777216"
 
-mpi() {   # mpi NP PROGRAM ARGS...: stdout in $DIR/out, stderr in $DIR/err, status returned
+mpi() {   # mpi NP [-x VAR=VALUE...] PROGRAM ARGS...: stdout in $DIR/out, stderr in $DIR/err, status returned
     local np=$1
     shift
-    # shellcheck disable=SC2086  # FLAGS are words on purpose
-    timeout -k 10 300 "$MPIRUN" $FLAGS -np "$np" "$@" >"$DIR/out" 2>"$DIR/err"
+    timeout -k 10 300 "$LAUNCH" -np "$np" "$@" >"$DIR/out" 2>"$DIR/err"
 }
 
 check() {   # check LABEL CONDITION-STATUS
@@ -193,7 +188,9 @@ check "gcoll_info --calibrate measures again and replaces the entry" $?
 
 # ---- (h) the drop-in --------------------------------------------------------------
 LIB=$PWD/.libs/libgcoll_mpi.so
-if [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
+if [ "${GCOLL_TEST_DROPIN:-yes}" = no ]; then
+    echo "SKIP: drop-in (GCOLL_TEST_DROPIN=no)"
+elif [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
     GCOLL_TUNE_CACHE=$DIR/dropin mpi 2 -x "LD_PRELOAD=$LIB" \
         -x "LD_LIBRARY_PATH=$PWD/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" test/mpi/test_dropin
     rc=$?

@@ -16,7 +16,7 @@
 # Uses the libgcoll of
 # this build tree.  SKIP (77) without mpirun, or without a Python that has
 # numpy and mpi4py (Debian: python3-numpy python3-mpi4py).
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 srcdir=${srcdir:-.}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 lib=$(pwd)/.libs/libgcoll.so
@@ -27,14 +27,14 @@ for cand in "${PYTHON:-}" /usr/bin/python3 python3; do
     if "$cand" -c 'import numpy, mpi4py.MPI' >/dev/null 2>&1; then py=$cand; break; fi
 done
 [ -n "$py" ] || { echo "SKIP: no python3 with numpy and mpi4py (apt-get install python3-mpi4py)"; exit 77; }
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9
 export GCOLL_LIBRARY=$lib PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH}
 pass=0 fail=0
 run() {   # run TEST NP [ENV=VALUE ...]
     local test=$1 np=$2; shift 2
     local env=(); for e in "$@"; do env+=(-x "$e"); done
-    local out; out=$(timeout -k 10 300 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
+    local out; out=$(timeout -k 10 300 "$LAUNCH" \
         -n "$np" "${env[@]}" "$py" "$srcdir/test/python/$test.py" 2>&1)
     local rc=$?
     if [ $rc = 0 ] && grep -q "ranks: ok" <<<"$out"; then

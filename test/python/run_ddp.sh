@@ -16,7 +16,7 @@
 # (PyPI's default wheel, with its CUDA libraries: about 3 GB to download
 # and 5.3 GB installed, 50 s here.)  SKIP (77) without mpirun, without a
 # python that has numpy and mpi4py, or without one that also has torch.
-MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN=${MPIRUN:-mpirun}
 srcdir=${srcdir:-.}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 lib=$(pwd)/.libs/libgcoll.so
@@ -37,11 +37,11 @@ if [ -z "$py" ]; then
          "'python3 -m venv --system-site-packages $venv && $venv/bin/pip install --no-cache-dir torch'"
     exit 77
 fi
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9
 export GCOLL_LIBRARY=$lib PYTHONPATH=$srcdir/bindings/python${PYTHONPATH:+:$PYTHONPATH}
 echo "python: $py ($("$py" -c 'import numpy, mpi4py, torch; print("torch", torch.__version__, "numpy", numpy.__version__, "mpi4py", mpi4py.__version__)' 2>&1))"
-out=$(timeout -k 10 300 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none -n 4 \
+out=$(timeout -k 10 300 "$LAUNCH" -n 4 \
     -x GCOLL_NODE_SIZE=2 ${TEST_DDP_ARGS:+-x TEST_DDP_ARGS} "$py" "$srcdir/test/python/test_ddp.py" 2>&1)
 rc=$?
 if [ $rc = 0 ] && grep -q "ranks: ok" <<<"$out"; then
