@@ -258,11 +258,16 @@ static void progress_one(wrap_t *w)
     }
 }
 
-/* MPI's own progress, for the application's requests and its peers. */
+/* MPI's own progress, for the application's requests and its peers.  The
+ * probe is on MPI_COMM_WORLD, not MPI_COMM_SELF: MPICH serves a probe on a
+ * one-rank communicator locally, without running its progress engine, so a
+ * peer's rendezvous send never moved (test_dropin's test_progress hung).
+ * A probe matches nothing and receives nothing: the application's messages
+ * on MPI_COMM_WORLD stay where they are. */
 static void poke_mpi(unsigned iter)
 {
     int flag;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
     (void)iter;
     sched_yield();   /* as libgcoll's own waiter: an oversubscribed peer needs the core */
 }

@@ -69,6 +69,23 @@ gcoll_status_t gcoll_failure_init(struct gcoll_comm *c)
     return post_receive(f);
 }
 
+void gcoll_failure_comm_free(MPI_Comm *comm)
+{
+    if (*comm == MPI_COMM_NULL) return;
+    for (;;) {
+        int found = 0;
+        MPI_Message msg;
+        char sink;
+        if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, *comm, &found, &msg, MPI_STATUS_IGNORE) !=
+                MPI_SUCCESS || !found)
+            break;
+        /* a zero-count receive: the message is consumed, truncated (the
+         * communicator returns errors, so MPI_ERR_TRUNCATE comes back here) */
+        MPI_Mrecv(&sink, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm_free(comm);
+}
+
 void gcoll_failure_fini(struct gcoll_comm *c)
 {
     gcoll_failure_t *f = &c->failure;
@@ -84,7 +101,7 @@ void gcoll_failure_fini(struct gcoll_comm *c)
             if (f->sends[i] != MPI_REQUEST_NULL) MPI_Request_free(&f->sends[i]);
         free(f->sends);
     }
-    if (f->comm != MPI_COMM_NULL) MPI_Comm_free(&f->comm);
+    gcoll_failure_comm_free(&f->comm);   /* other ranks' notices, unreceived */
 }
 
 gcoll_status_t gcoll_comm_usable(struct gcoll_comm *c)

@@ -60,6 +60,13 @@ gcoll_status_t gcoll_agree(MPI_Comm comm, gcoll_status_t st, const char *what);
 gcoll_status_t gcoll_failure_init(struct gcoll_comm *c);
 void           gcoll_failure_fini(struct gcoll_comm *c);
 
+/* Receive and drop every message that has arrived on comm and matches
+ * nothing, then free comm.  A collective abandoned by a failure or a
+ * timeout leaves its peers' messages behind; MPICH aborts the job when a
+ * communicator holding unmatched messages is freed (whatever its error
+ * handler), Open MPI drops them.  One probe when there are none. */
+void gcoll_failure_comm_free(MPI_Comm *comm);
+
 /* GCOLL_SUCCESS, or the status c was revoked with and its sentence. */
 gcoll_status_t gcoll_comm_usable(struct gcoll_comm *c);
 

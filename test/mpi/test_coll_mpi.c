@@ -428,11 +428,12 @@ static void test_allreduce(const case_t *c)
     void *recv = c->inplace ? dup_buf(send, bytes) : garbage(bytes);
     reference(c, send, ref);
     const void *sbuf = c->inplace ? recv : send;
-    if (c->count == 0 && !c->inplace) sbuf = recv = NULL;  /* count 0: NULL is valid */
+    void *rbuf = recv;
+    if (c->count == 0 && !c->inplace) sbuf = rbuf = NULL;  /* count 0: NULL is valid */
     gcoll_stats_t before = stats_now();
-    if (check_status(c, gcoll_allreduce(sbuf, recv, c->count, c->d->dt, c->op, T.comm))) {
+    if (check_status(c, gcoll_allreduce(sbuf, rbuf, c->count, c->d->dt, c->op, T.comm))) {
         check_stats(c, &before);
-        if (recv) check_equal(c, "recvbuf", recv, ref, c->count);
+        if (rbuf) check_equal(c, "recvbuf", rbuf, ref, c->count);
         if (!c->inplace) check_equal(c, "sendbuf modified", send, keep, c->count);
     }
     free(send); free(ref); free(keep); free(recv);
