@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+#include "base/clock.h"
 #include "core/comm.h"
 #include "base/config.h"
 #include "core/engine.h"
@@ -67,13 +68,6 @@ static struct {
     double           last_done;   /* when a request that used the transport completed */
 } eng = { .mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .efd = -1,
           .epfd = -1, .last_done = -1e9 };
-
-static double engine_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Callers announce themselves, so the thread, which runs pass after pass
  * with the lock held, steps aside for a post or a test (a mutex is not fair:
@@ -158,7 +152,7 @@ static void complete(struct gcoll_request *r, gcoll_status_t st)
     } else {
         snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
     }
-    if (eng.thread_on && r->x.used_transport) eng.last_done = engine_now();
+    if (eng.thread_on && r->x.used_transport) eng.last_done = gcoll_clock_now();
     if (st != GCOLL_SUCCESS) gcoll_comm_fail(r->comm, st);   /* tell the peers */
 }
 
@@ -286,7 +280,7 @@ static void poll_transports(void);
 static void thread_idle(void)
 {
     struct epoll_event ev;
-    double since = engine_now() - eng.last_done;
+    double since = gcoll_clock_now() - eng.last_done;
     int ms = since < 0.1 ? 1 : since < ENGINE_LINGER_S ? 20 : -1;
     eng.thread_idle = 1;
     thread_unlock();

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "base/clock.h"
 #include "base/alloc.h"
 #include "core/comm.h"
 #include "base/config.h"
@@ -25,13 +25,6 @@
 #include "base/status.h"
 #include "algos/algo.h"
 #include "shm/shm.h"
-
-static double exec_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static gcoll_status_t reqs_reserve(gcoll_exec_state_t *x, size_t n)
 {
@@ -95,7 +88,7 @@ void gcoll_exec_start(struct gcoll_request *r)
     x->tag = r->comm->seq++;
     x->node_left = 0;
     for (uint32_t i = 0; i < s->nsteps; i++) x->node_left += gcoll_step_is_node(&s->steps[i]);
-    x->idle_since = r->comm->cfg.timeout > 0 ? exec_now() : 0;
+    x->idle_since = r->comm->cfg.timeout > 0 ? gcoll_clock_now() : 0;
 }
 
 void gcoll_exec_fini(struct gcoll_request *r)
@@ -307,8 +300,8 @@ gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *adva
         return st;
     }
     double timeout = r->comm->cfg.timeout;
-    if (timeout > 0 && *advanced) r->x.idle_since = exec_now();
-    else if (timeout > 0 && !*done && exec_now() - r->x.idle_since > timeout) {
+    if (timeout > 0 && *advanced) r->x.idle_since = gcoll_clock_now();
+    else if (timeout > 0 && !*done && gcoll_clock_now() - r->x.idle_since > timeout) {
         *done = 1;
         return gcoll_exec_timeout(r);
     }

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "base/clock.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -18,13 +18,6 @@
 /* Communicators whose notices the progress thread queued (engine lock). */
 static struct gcoll_comm *queued[MAX_QUEUED];
 static int nqueued;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 gcoll_status_t gcoll_agree(MPI_Comm comm, gcoll_status_t st, const char *what)
 {
@@ -199,7 +192,7 @@ int gcoll_failure_poll(struct gcoll_comm *c)
 {
     int revoked = 0;
     gcoll_failure_flush();
-    double t = now_s();
+    double t = gcoll_clock_now();
     if (t - c->failure.polled < NOTICE_POLL_S) return 0;
     c->failure.polled = t;
     revoked |= poll_one(c);

@@ -52,10 +52,10 @@
  * copy: its kernel copies ran at ~4 GB/s (docs/design.md).
  */
 #include <string.h>
-#include <time.h>
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
+#include "base/clock.h"
 #include "shm/shm_int.h"
 #include "shm/shm_zcopy.h"
 #include "algos/peers.h"
@@ -383,13 +383,6 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
 #define SHM_ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
 #define SHM_ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
 
-static double shm_clock(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int shm_size_class(size_t bytes)
 {
     int c = 0;
@@ -408,14 +401,14 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     gcoll_shm_adapt_t *a = &shm->adapt[o->cls];
     if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
     o->stream = (uint8_t)(a->stream ^ (++a->calls == a->next));
-    o->t0 = shm_clock();
+    o->t0 = gcoll_clock_now();
 }
 
 static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (!o->cls) return;   /* not measured */
     gcoll_shm_adapt_t *a = &shm->adapt[o->cls];
-    float ns = (float)((shm_clock() - o->t0) * 1e9 / (double)o->bytes), *c = &a->cost[o->stream];
+    float ns = (float)((gcoll_clock_now() - o->t0) * 1e9 / (double)o->bytes), *c = &a->cost[o->stream];
     *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
     if (o->stream == a->stream) return;
     if (*c < SHM_ADAPT_SWITCH * a->cost[a->stream]) {   /* switch; watch closely again */

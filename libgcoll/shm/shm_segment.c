@@ -34,6 +34,7 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #endif
+#include "base/clock.h"
 #include "base/alloc.h"
 #include "shm/shm_int.h"
 #include "shm/shm_zcopy.h"
@@ -241,13 +242,6 @@ int gcoll_shm_rank(const gcoll_shm_t *shm) { return shm->rank; }
 int gcoll_shm_size(const gcoll_shm_t *shm) { return shm->size; }
 int gcoll_shm_spin_limit(const gcoll_shm_t *shm) { return shm->spin_limit; }
 
-static double shm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int shm_arrived(const gcoll_shm_t *shm, int j, uint64_t step)
 {
     return atomic_load_explicit(&shm->ctrl[j].line[step & 1].flag, memory_order_acquire) >= step;
@@ -311,7 +305,7 @@ static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, do
     for (;;) {
         uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
         if (seen >= step) break;
-        if (limit > 0 && shm_now() - start > limit) {
+        if (limit > 0 && gcoll_clock_now() - start > limit) {
             st = shm_timeout(shm, step);
             break;
         }
@@ -324,7 +318,7 @@ static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, do
 
 gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
 {
-    double start = shm->cfg->timeout > 0 ? shm_now() : 0;
+    double start = shm->cfg->timeout > 0 ? gcoll_clock_now() : 0;
     for (int j = 0; j < shm->size; j++) {
         if (j == shm->rank) continue;
         for (int y = 0; y < SHM_YIELDS && !shm_arrived(shm, j, step); y++) sched_yield();

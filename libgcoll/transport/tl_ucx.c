@@ -31,6 +31,7 @@
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #endif
 
+#include "base/clock.h"
 #include "base/alloc.h"
 #include "transport/transport.h"
 
@@ -48,7 +49,6 @@ const char *gcoll_tl_ucx_version(void)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <ucp/api/ucp.h>
 #include "core/comm.h"
 #include "base/log.h"
@@ -455,14 +455,6 @@ static gcoll_status_t gcoll_tl_ucx_init(struct gcoll_comm *comm, void **ctx)
 
 /* ------------------------------------------------------------- teardown -- */
 
-static double gcoll_tl_ucx_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Progress the worker; after many idle rounds give the core away, so that
  * oversubscribed peers get to run. */
 static void gcoll_tl_ucx_progress_polite(gcoll_tl_ucx_ctx_t *c, unsigned *idle)
@@ -504,7 +496,7 @@ static size_t gcoll_tl_ucx_close_start(gcoll_tl_ucx_ctx_t *c, void **reqs)
  * may wait for a send that no peer will ever receive. */
 static void gcoll_tl_ucx_close_wait(gcoll_tl_ucx_ctx_t *c, void **reqs, size_t n)
 {
-    double deadline = gcoll_tl_ucx_now() + GCOLL_TL_UCX_CLOSE_GRACE_S;
+    double deadline = gcoll_clock_now() + GCOLL_TL_UCX_CLOSE_GRACE_S;
     unsigned idle = 0;
     size_t i;
 
@@ -518,7 +510,7 @@ static void gcoll_tl_ucx_close_wait(gcoll_tl_ucx_ctx_t *c, void **reqs, size_t n
                 i++;
             }
         }
-        if (n > 0 && c->cancelled && gcoll_tl_ucx_now() > deadline) {
+        if (n > 0 && c->cancelled && gcoll_clock_now() > deadline) {
             gcoll_warn("ucx: %zu endpoint(s) did not close after a cancelled operation", n);
             while (n > 0) {
                 ucp_request_free(reqs[--n]);
