@@ -23,20 +23,6 @@
 #                                module (configured --disable-fortran)
 #   test/python/run_ddp.sh       torch lives in /opt/gcoll-torch beside
 #                                Debian's mpi4py, built for Open MPI
-#   test/mpi/run_dropin.sh, and case (h) of test/mpi/run_tune_cache.sh
-#                                (GCOLL_TEST_DROPIN=no): the preloaded drop-in
-#                                deadlocks under MPICH in test_dropin's
-#                                test_progress (its MPI progress poke, an
-#                                MPI_Iprobe on MPI_COMM_SELF, does not advance
-#                                a peer's rendezvous send on MPI_COMM_WORLD);
-#                                each job would wait out its 300 s timeout
-#   test/mpi/run_check_timeout.sh  after a GCOLL_ERR_TIMEOUT over the mpi
-#                                transport, the absent rank aborts in
-#                                gcoll_comm_destroy: MPICH's MPI_Comm_free
-#                                refuses a communicator with an unmatched
-#                                message (Open MPI drops it)
-# The last two are libgcoll bugs that MPICH shows: remove them from the list
-# once fixed.
 # CUDA is not built here (--without-cuda; the Open MPI leg builds it).
 # Prints "N passed, N failed, N skipped" of this leg last; exit 1 if
 # anything failed.  Environment: JOBS (make -j, default 2), GCOLL_MPICH_VENV,
@@ -108,21 +94,13 @@ build_and_check() {
         "MPICH's PyPI wheel has no Fortran wrapper or mpi_f08 module (configured --disable-fortran)"
     leg_exclude test/python/run_ddp.sh \
         "torch is installed beside Debian's mpi4py, which is built for Open MPI"
-    leg_exclude test/mpi/run_dropin.sh \
-        "libgcoll bug: the preloaded drop-in deadlocks under MPICH (test_progress: MPI_Iprobe on MPI_COMM_SELF does not progress a peer's rendezvous send)"
-    leg_exclude "test/mpi/run_tune_cache.sh (h)" \
-        "the same drop-in deadlock; the other cases run (GCOLL_TEST_DROPIN=no)"
-    leg_exclude test/mpi/run_check_timeout.sh \
-        "libgcoll bug: after GCOLL_ERR_TIMEOUT over the mpi transport the absent rank aborts in MPI_Comm_free (unmatched message)"
     for t in $(leg_tests); do
         case $t in
         test/fortran/run_fortran.sh|test/python/run_ddp.sh) ;;
-        test/mpi/run_dropin.sh|test/mpi/run_check_timeout.sh) ;;
         *) tests+=("$t") ;;
         esac
     done
     mapfile -t tests < <(leg_only "${GCOLL_CI_MPICH_TESTS:-}" "${tests[@]}")
-    export GCOLL_TEST_DROPIN=no
     leg_check "${tests[@]}"
 }
 

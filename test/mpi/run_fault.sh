@@ -10,13 +10,13 @@ prog=./test/mpi/test_fault
 MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 [ -x "$prog" ] || { echo "ERROR: $prog not built"; exit 99; }
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9   # one MPI job at a time (2 cores)
 stride=${GCOLL_FAULT_STRIDE:-1}   # the second sweep tries every 4*stride-th
 export GCOLL_NODE_SIZE=2 GCOLL_TUNE_CACHE=off
 run() {   # run N: one job; prints test_fault's summary line
-    GCOLL_FAULT_ALLOC=1:$1 timeout -k 5 90 "$MPIRUN" "${root[@]}" --oversubscribe \
-        --bind-to none --mca btl ^openib -n 3 "$prog" >fault.out 2>&1
+    GCOLL_FAULT_ALLOC=1:$1 timeout -k 5 90 "$LAUNCH" \
+        --mca btl ^openib -n 3 "$prog" >fault.out 2>&1
     local rc=$?
     grep -q "^test_fault:" fault.out || echo "test_fault: no summary (exit $rc)"
     grep "^test_fault:\|^FAIL" fault.out

@@ -29,7 +29,7 @@ for p in "$MPI_PROG" "$SIM_PROG"; do
     [ -x "$p" ] || { echo "ERROR: $p not built"; exit 99; }
 done
 have_mpirun=1; command -v "$MPIRUN" >/dev/null 2>&1 || have_mpirun=0
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9   # one MPI job at a time (2 cores, memory)
 transports="mpi"
 grep -q '^#define HAVE_UCX 1' gcoll_build.h 2>/dev/null && transports="ucx mpi"
@@ -78,8 +78,8 @@ mpi_job() {   # mpi_job LABEL NEED PATTERN ENV... -- ARGS...
     shift 3
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    job "$label" "$need" "$pattern" env "${envs[@]}" GCOLL_DEBUG=TRACE "$MPIRUN" "${root[@]}" \
-        --oversubscribe --bind-to none --mca btl ^openib -n 2 "$MPI_PROG" "$@"
+    job "$label" "$need" "$pattern" env "${envs[@]}" GCOLL_DEBUG=TRACE "$LAUNCH" \
+        --mca btl ^openib -n 2 "$MPI_PROG" "$@"
 }
 
 # The simulator: messages of one chunk, so the two buffers are the memory.

@@ -11,14 +11,13 @@ prog=./test/mpi/test_threads
 MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "SKIP: no $MPIRUN"; exit 77; }
 [ -x "$prog" ] || { echo "ERROR: $prog not built"; exit 99; }
-root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+LAUNCH=$(dirname "$0")/../launch.sh   # Open MPI's or MPICH's flags
 exec 9>test/mpi/mpi-jobs.lock && flock 9   # one MPI job at a time (2 cores)
 status=0
 for np in 2 3; do
     echo "== np=$np"
     # (no "--mca btl ^openib" here: with it Open MPI crashes under TSan)
-    GCOLL_TUNE_CACHE=off timeout -k 10 180 "$MPIRUN" "${root[@]}" --oversubscribe --bind-to none \
-        -n "$np" "$prog"
+    GCOLL_TUNE_CACHE=off timeout -k 10 180 "$LAUNCH" -n "$np" "$prog"
     rc=$?
     [ $rc = 77 ] && exit 77
     [ $rc = 0 ] || status=1

@@ -17,7 +17,7 @@
 #   (g) 4 ranks as 2 simulated nodes: an entry of its own, all 4 ranks agree,
 #       gcoll_info finds it, gcoll_info --calibrate replaces it;
 #   (h) the MPI drop-in (preloaded libgcoll_mpi) measures inside MPI_Init,
-#       before the program's first collective (GCOLL_TEST_DROPIN=no: not run).
+#       before the program's first collective.
 # Run from the top build directory.  Exit 0 all passed, 1 a check failed,
 # 77 no mpirun, 99 setup error.
 set -u
@@ -188,9 +188,7 @@ check "gcoll_info --calibrate measures again and replaces the entry" $?
 
 # ---- (h) the drop-in --------------------------------------------------------------
 LIB=$PWD/.libs/libgcoll_mpi.so
-if [ "${GCOLL_TEST_DROPIN:-yes}" = no ]; then
-    echo "SKIP: drop-in (GCOLL_TEST_DROPIN=no)"
-elif [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
+if [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
     GCOLL_TUNE_CACHE=$DIR/dropin mpi 2 -x "LD_PRELOAD=$LIB" \
         -x "LD_LIBRARY_PATH=$PWD/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" test/mpi/test_dropin
     rc=$?
