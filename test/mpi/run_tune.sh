@@ -138,7 +138,7 @@ allreduce host * * 64K-256K mpi
 EOF
 mpi 2 "$PROG" -p 65536 1048576
 plain=$(sed -n 's/^test_tune_create: selection on all 2 ranks: //p' "$DIR/out")   # no file
-at64k=$(echo "$plain" | sed -n 's/^65536:\([a-z_]*\) .*/\1/p')
+at64k=$(echo "$plain" | sed -n 's/^65536:\([^ ]*\) .*/\1/p')
 GCOLL_TUNE_FILE=$DIR/mpi.tbl GCOLL_DEBUG=INFO mpi 2 "$PROG" -p 8 65536 1048576
 rc=$?
 sel=$(sed -n 's/^test_tune_create: selection on all 2 ranks: //p' "$DIR/out")

@@ -4,10 +4,12 @@
  * hand-written rules it replaced chose; malformed tables are rejected whole
  * with the right line number; first match wins; byte ranges include their
  * lower end and exclude their upper end; size suffixes; "mpi" rows (skipped
- * by libgcoll's own selection, reported as ranges for the drop-in). */
+ * by libgcoll's own selection, reported as ranges for the drop-in) and the
+ * calibration's mpi rows from synthetic times. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/calibrate.h"
 #include "core/memtype.h"
 #include "core/select.h"
 #include "base/status.h"
@@ -394,6 +396,72 @@ static void test_mpi_rows(void)
     gcoll_tune_table_fini(&t);
 }
 
+/* The calibration's winners and rows with the MPI as a candidate, from
+ * synthetic times (us): it must be 5% faster to take a size, stays while it
+ * is faster at all, never becomes libgcoll's own winner, and its rows come
+ * first and load with the rest. */
+static void test_calib_mpi(void)
+{
+    static const size_t sizes[] = { 8, 64, 512, 4096, 32768 };
+    static const double times[5][3] = {   /* rdouble, ring, mpi */
+        { 10, 20, 9.0 },    /* 10% faster: MPI takes it */
+        { 10, 20, 9.8 },    /* 2% faster: stays (hysteresis) */
+        { 10, 20, 10.2 },   /* slower: back to libgcoll */
+        { 10, 20, 9.7 },    /* 3% faster: not enough to take a size */
+        { 20, 10, 9.0 },    /* 10% faster than ring: MPI again, to inf */
+    };
+    static gcoll_calib_sweep_t w;
+    memset(&w, 0, sizeof w);
+    w.coll = GCOLL_COLL_ALLREDUCE;
+    w.nsizes = 5;
+    w.algos[0] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "rdouble");
+    w.algos[1] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "ring");
+    w.nalgos = 2;
+    gcoll_calib_add_mpi(&w);
+    CHECK(w.nalgos == 3 && w.algos[2] == &gcoll_tune_mpi, "the MPI added as a candidate");
+    for (int s = 0; s < 5; s++) {
+        w.sizes[s] = sizes[s];
+        for (int a = 0; a < 3; a++) w.t[s][a] = times[s][a] * 1e-6;
+    }
+    gcoll_calib_pick(&w);
+    static const int want_best[5] = { 0, 0, 0, 0, 1 }, want_mpi[5] = { 1, 1, 0, 0, 1 };
+    for (int s = 0; s < 5; s++) {
+        CHECK(w.best[s] == want_best[s], "size %zu: libgcoll winner %d, want %d", sizes[s],
+              w.best[s], want_best[s]);
+        CHECK(w.mpi_best[s] == want_mpi[s], "size %zu: MPI wins %d, want %d", sizes[s],
+              w.mpi_best[s], want_mpi[s]);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gcoll_calib_write_rows(f, &w, 1, 1, 2);
+    fclose(f);
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    gcoll_status_t st = gcoll_tune_parse_from(&t, text, "calib", GCOLL_TUNE_FROM_CACHE);
+    CHECK(st == GCOLL_SUCCESS, "written rows load: %s\n%s", gcoll_last_error(), text);
+    CHECK(t.nrows == 4 && gcoll_tune_row_is_mpi(&t.rows[0]) && gcoll_tune_row_is_mpi(&t.rows[1]) &&
+          !gcoll_tune_row_is_mpi(&t.rows[2]), "two mpi rows, then libgcoll's:\n%s", text);
+    gcoll_tune_key_t k = { GCOLL_COLL_ALLREDUCE, 1, 2, 2, 0, 0 };
+    size_t lo[4], hi[4];
+    int n = 0;
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 4, &n);
+    CHECK(st == GCOLL_SUCCESS && n == 2 && lo[0] == 0 && hi[0] > 64 && hi[0] <= 512 &&
+          lo[1] > 4096 && lo[1] <= 32768 && hi[1] == GCOLL_TUNE_INF_SIZE,
+          "ranges from the written rows (n %d):\n%s", n, text);
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 1, 2), "rdouble") &&
+          !strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 1u << 20, 1, 2), "ring"),
+          "libgcoll's own calls keep libgcoll's winners:\n%s", text);
+    free(text);
+    f = open_memstream(&text, &len);
+    gcoll_calib_write_medians(f, &w, "");
+    fclose(f);
+    CHECK(strstr(text, "*mpi=9.00") && strstr(text, " mpi=9.70"), "medians mark the MPI's wins:\n%s",
+          text);
+    free(text);
+    gcoll_tune_table_fini(&t);
+}
+
 static void test_oneline(void)
 {
     gcoll_tune_table_t t;
@@ -438,6 +506,7 @@ int main(void)
     test_rejects();
     test_matching();
     test_mpi_rows();
+    test_calib_mpi();
     test_oneline();
     test_sizes();
     printf("test_tune: %d checks, %d failures\n", checks, failures);
