@@ -175,6 +175,35 @@ typedef struct {
 
 /** Copy the counters of @p comm into @p stats. */
 gcoll_status_t gcoll_comm_get_stats(gcoll_comm_t comm, gcoll_stats_t *stats);
+
+/**
+ * Byte ranges in which the selection table in force on @p comm hands
+ * collective @p coll to the MPI library instead of a libgcoll algorithm:
+ * those whose first matching row (for comm's nodes, ranks per node, ranks
+ * and conditions, and memory type @p mem) names the pseudo-algorithm "mpi".
+ * What the PMPI drop-in (libgcoll_mpi) leaves to MPI; libgcoll's own calls
+ * skip such rows and run the next matching one.  Where GCOLL_ALGO forces
+ * @p coll, none (the forced algorithm serves every size).
+ *
+ * @param comm  a communicator of gcoll_comm_create
+ * @param coll  the table's name: "allreduce", "bcast", "reduce", "allgather",
+ *              "reduce_scatter", "alltoall", "barrier"
+ * @param mem   "host" or "cuda", the table's mem column
+ * @param lo,hi arrays of max entries: the ranges [lo[i], hi[i]) of count x
+ *              dtype size (the table's bytes column; size=total rows
+ *              converted with comm's size), ascending, disjoint, adjacent
+ *              ones merged; hi[i] = SIZE_MAX for "inf"
+ * @param max   entries of lo and hi
+ * @param n     the number of ranges (0: libgcoll serves every size)
+ * @return GCOLL_SUCCESS; GCOLL_ERR_INVALID_ARG for a NULL or destroyed comm,
+ *         an unknown coll or mem, NULL pointers, or more than max ranges
+ *         (then *n says how many there are)
+ *
+ * Local: no communication, no allocation.  Every rank of comm gets the same
+ * ranges (the table in force is the same on every rank).
+ */
+gcoll_status_t gcoll_comm_mpi_ranges(gcoll_comm_t comm, const char *coll, const char *mem,
+                                     size_t *lo, size_t *hi, int max, int *n);
 /**@}*/
 
 /**

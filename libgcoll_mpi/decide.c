@@ -166,20 +166,12 @@ const char *gmpi_map_bytes(MPI_Datatype type, size_t *size)
  * through gcoll_comm_mpi_ranges(), which reports the byte ranges whose
  * first matching row, for a collective on a communicator, names the
  * pseudo-algorithm "mpi" (the MPI's own collective measured faster than
- * every libgcoll algorithm there).  libgcoll does not have that call yet
- * (nor "mpi" rows): it is proposed in docs/MPI_DROPIN.md, and declared here
- * weak, so this library links and loads against a libgcoll without it and
- * then serves every size, as before; test/mpi/dropin_ranges_stub.c stands
- * in for it in run_dropin.sh.
+ * every libgcoll algorithm there, or a hand-written row saying so).
  *
  * Alike on every rank: the ranges are read once per communicator, at its
  * creation, from the table in force, which every rank of it holds alike
  * (the calibration cache's rows are rank 0's text, broadcast); a call's
  * bytes are count x element size, which every rank passes alike. */
-gcoll_status_t gcoll_comm_mpi_ranges(gcoll_comm_t comm, const char *coll, const char *mem,
-                                     size_t *lo, size_t *hi, int max, int *n)
-    __attribute__((weak, visibility("default")));
-
 static const char *const table_name[GMPI_NCOLL] = {
     "allreduce", "reduce", "bcast", "allgather", "reduce_scatter", "alltoall", "barrier",
 };
@@ -189,7 +181,6 @@ static const char *const why_size = "size where the MPI is faster (selection tab
 void gmpi_sizes_load(gmpi_comm_t *e, MPI_Comm comm)
 {
     for (int c = 0; c < GMPI_NCOLL; c++) e->n_mpi[c] = 0;
-    if (!gcoll_comm_mpi_ranges) return;
     for (int c = 0; c < GMPI_NCOLL; c++) {
         int n = 0;
         gmpi_inside++;

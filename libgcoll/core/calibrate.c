@@ -16,6 +16,12 @@
 #include "core/tune_table.h"
 
 #define KEEP_SLACK 1.03
+/* The MPI candidate takes a size from libgcoll's winner when it is 5%
+ * faster, and keeps the next sizes while it is faster at all. */
+#define MPI_ENTER 1.05
+#define MPI_STAY  1.00
+/* ... and is timed again by gcoll_calib_confirm where it is this close. */
+#define MPI_CLOSE 1.25
 
 const gcoll_calib_timing_t gcoll_calib_timing_tune = {
     .block_s = 50e-3, .nblocks = 5, .max_iters = 2000, .warmup_calls = 2, .probe_calls = 4,
@@ -87,10 +93,32 @@ void gcoll_calib_plan_sizes(gcoll_calib_sweep_t *w, gcoll_coll_t coll, const siz
     plan_algos(w, coll);
 }
 
+void gcoll_calib_add_mpi(gcoll_calib_sweep_t *w)
+{
+    if (w->coll == GCOLL_COLL_ALLREDUCE && w->nalgos < GCOLL_CALIB_MAX_ALGOS)
+        w->algos[w->nalgos++] = &gcoll_tune_mpi;
+}
+
+static int is_mpi(const gcoll_calib_sweep_t *w, int a)
+{
+    return w->algos[a] == &gcoll_tune_mpi;
+}
+
 /* ---- timing ------------------------------------------------------------------- */
+
+/* PMPI_: under the drop-in, MPI_Allreduce would be libgcoll again. */
+static gcoll_status_t call_mpi(gcoll_calib_t *c, size_t n)
+{
+    if (PMPI_Allreduce(c->send, c->recv, (int)n, MPI_FLOAT, MPI_SUM, c->comm->mpi_comm) ==
+        MPI_SUCCESS)
+        return GCOLL_SUCCESS;
+    return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "the MPI's own MPI_Allreduce of %zu floats failed "
+                       "while it was measured", n);
+}
 
 static gcoll_status_t call(gcoll_calib_t *c, gcoll_coll_t coll, size_t n)
 {
+    if (c->via_mpi) return call_mpi(c, n);
     switch (coll) {
     case GCOLL_COLL_ALLREDUCE:
         return gcoll_allreduce(c->send, c->recv, n, GCOLL_FLOAT32, GCOLL_SUM, c->comm);
@@ -145,6 +173,7 @@ static int cmp_double(const void *x, const void *y)
  * Declines (shm across nodes) are expected, so they are not logged. */
 static int applies(gcoll_calib_t *c, const gcoll_algo_t *a, size_t n)
 {
+    if (a == &gcoll_tune_mpi) return 1;   /* MPI serves every call (only allreduce is planned) */
     int level = gcoll_log_level;
     gcoll_log_level = -1;
     int ok = gcoll_select_try(c->comm, a, n, GCOLL_FLOAT32) == GCOLL_SUCCESS, all = 0;
@@ -240,6 +269,14 @@ static void keep_block(gcoll_calib_sweep_t *w, int si, int a, double secs)
     if (w->nblk[si][a] < GCOLL_CALIB_MAX_BLOCKS) w->blk[si][a][w->nblk[si][a]++] = secs;
 }
 
+/* Calls go to candidate a from now on: a libgcoll algorithm forced as
+ * GCOLL_ALGO would, or the MPI's collective. */
+static void use_candidate(gcoll_calib_t *c, const gcoll_calib_sweep_t *w, int a)
+{
+    c->via_mpi = is_mpi(w, a);
+    gcoll_select_force(c->comm, w->coll, c->via_mpi ? NULL : w->algos[a]);
+}
+
 /* Time the algorithms marked in use[] (all when NULL) at w->sizes[si],
  * timing.nblocks more blocks each; the others keep their times. */
 static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, const int *use)
@@ -254,7 +291,7 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
         if (use && !use[a]) continue;
         w->t[si][a] = -1;
         if (!applies(c, w->algos[a], n)) continue;
-        gcoll_select_force(c->comm, w->coll, w->algos[a]);
+        use_candidate(c, w, a);
         double first = -1;
         if (w->iters[si][a] > 0) {   /* sized on an earlier pass: warm up only */
             k.iters[a] = w->iters[si][a];
@@ -276,12 +313,13 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
             int a = (j + b) % w->nalgos;
             if (k.iters[a] <= 0 || k.nb[a] >= nblocks) continue;
             more = 1;
-            gcoll_select_force(c->comm, w->coll, w->algos[a]);
+            use_candidate(c, w, a);
             st = time_block(c, w->coll, n, k.iters[a], &k.b[a][k.nb[a]]);
             if (st == GCOLL_SUCCESS) keep_block(w, si, a, k.b[a][k.nb[a]]);
             k.nb[a]++;
         }
     }
+    c->via_mpi = 0;
     gcoll_select_force(c->comm, w->coll, NULL);
     for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++)
         if (k.nb[a]) settle(w, si, a, k.iters[a] < 0);
@@ -295,6 +333,26 @@ gcoll_status_t gcoll_calib_measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int
 
 /* ---- winners -------------------------------------------------------------------- */
 
+/* A libgcoll algorithm timed at size s: a candidate for w->best. */
+static int timed_lib(const gcoll_calib_sweep_t *w, int s, int a)
+{
+    return w->t[s][a] >= 0 && !is_mpi(w, a);
+}
+
+/* Where the MPI candidate beats libgcoll's winner: by MPI_ENTER to start a
+ * run of sizes, by MPI_STAY to go on with one. */
+static void pick_mpi(gcoll_calib_sweep_t *w)
+{
+    int m = -1;
+    for (int a = 0; a < w->nalgos; a++)
+        if (is_mpi(w, a)) m = a;
+    for (int s = 0; s < w->nsizes; s++) {
+        int b = w->best[s];
+        double margin = s && w->mpi_best[s - 1] ? MPI_STAY : MPI_ENTER;
+        w->mpi_best[s] = m >= 0 && b >= 0 && w->t[s][m] >= 0 && w->t[s][m] * margin < w->t[s][b];
+    }
+}
+
 /* The fastest applicable algorithm per size, where ties (within the slack)
  * go to the previous size's winner, else to the algorithm that is fastest
  * at the most sizes: noise between algorithms that are level (shm and hier
@@ -305,7 +363,8 @@ void gcoll_calib_pick(gcoll_calib_sweep_t *w)
     for (int s = 0; s < w->nsizes; s++) {
         fastest[s] = -1;
         for (int a = 0; a < w->nalgos; a++)
-            if (w->t[s][a] >= 0 && (fastest[s] < 0 || w->t[s][a] < w->t[s][fastest[s]])) fastest[s] = a;
+            if (timed_lib(w, s, a) && (fastest[s] < 0 || w->t[s][a] < w->t[s][fastest[s]]))
+                fastest[s] = a;
         if (fastest[s] >= 0) wins[fastest[s]]++;
     }
     for (int s = 0; s < w->nsizes; s++) {
@@ -313,11 +372,12 @@ void gcoll_calib_pick(gcoll_calib_sweep_t *w)
         if (best >= 0) {
             double bar = KEEP_SLACK * w->t[s][best];
             for (int a = 0; a < w->nalgos; a++)
-                if (w->t[s][a] >= 0 && w->t[s][a] <= bar && wins[a] > wins[best]) best = a;
+                if (timed_lib(w, s, a) && w->t[s][a] <= bar && wins[a] > wins[best]) best = a;
             if (prev >= 0 && w->t[s][prev] >= 0 && w->t[s][prev] <= bar) best = prev;
         }
         w->best[s] = best;
     }
+    pick_mpi(w);
 }
 
 void gcoll_calib_noise(const gcoll_calib_sweep_t *w, double *median, double *worst)
@@ -349,6 +409,7 @@ static void insert_size(gcoll_calib_sweep_t *w, int i, size_t bytes)
     memmove(&w->sizes[i + 1], &w->sizes[i], sizeof(w->sizes[0]) * (size_t)(w->nsizes - i));
     memmove(&w->t[i + 1], &w->t[i], sizeof(w->t[0]) * (size_t)(w->nsizes - i));
     memmove(&w->best[i + 1], &w->best[i], sizeof(w->best[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->mpi_best[i + 1], &w->mpi_best[i], sizeof(w->mpi_best[0]) * (size_t)(w->nsizes - i));
     memmove(&w->spread[i + 1], &w->spread[i], sizeof(w->spread[0]) * (size_t)(w->nsizes - i));
     memmove(&w->blk[i + 1], &w->blk[i], sizeof(w->blk[0]) * (size_t)(w->nsizes - i));
     memmove(&w->nblk[i + 1], &w->nblk[i], sizeof(w->nblk[0]) * (size_t)(w->nsizes - i));
@@ -358,6 +419,7 @@ static void insert_size(gcoll_calib_sweep_t *w, int i, size_t bytes)
     w->sizes[i] = bytes;
     for (int a = 0; a < w->nalgos; a++) w->t[i][a] = -1, w->spread[i][a] = 0;
     w->best[i] = -1;
+    w->mpi_best[i] = 0;
     w->nsizes++;
 }
 
@@ -390,18 +452,19 @@ gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w)
             if (i != a && w->t[s][i] >= 0 && (b < 0 || w->t[s][i] < w->t[s][b])) b = i;
         use[a] = 1;
         if (b >= 0) use[b] = 1;
+        for (int m = 0; m < w->nalgos; m++)   /* the MPI, where it may take the size */
+            if (is_mpi(w, m) && w->t[s][m] >= 0 && w->t[s][m] < MPI_CLOSE * w->t[s][a]) use[m] = 1;
         GCOLL_TRY(measure(c, w, s, use));
     }
     gcoll_calib_pick(w);
     return GCOLL_SUCCESS;
 }
 
-/* Where the winner of size s hands over to the winner of size n (the next
- * size with a winner): the crossing of their log-log lines, rounded to a
- * power of two inside (s, n]. */
-static size_t crossover(const gcoll_calib_sweep_t *w, int s, int n)
+/* Where a, faster at size s, hands over to b, faster at size n (a later
+ * size): the crossing of their log-log lines, rounded to a power of two
+ * inside (s, n]. */
+static size_t crossover(const gcoll_calib_sweep_t *w, int s, int n, int a, int b)
 {
-    int a = w->best[s], b = w->best[n];
     double x0 = log2((double)w->sizes[s]), x1 = log2((double)w->sizes[n]);
     double x = 0.5 * (x0 + x1);
     if (w->t[s][b] > 0 && w->t[n][a] > 0) {
@@ -427,9 +490,33 @@ static void write_row(FILE *f, gcoll_coll_t coll, int nodes_lo, int nodes_hi, in
     fprintf(f, "%s\n", line);
 }
 
+/* The mpi rows: each run of sizes the MPI candidate wins, from where it
+ * overtakes the libgcoll winner before the run to where the one after it
+ * overtakes the MPI again (0 and inf at the ends). */
+static void write_mpi_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
+                           int ppn)
+{
+    int m = -1, prev = -1;   /* prev: the last size with a libgcoll winner */
+    for (int a = 0; a < w->nalgos; a++)
+        if (is_mpi(w, a)) m = a;
+    for (int s = 0; m >= 0 && s < w->nsizes; s++) {
+        if (w->best[s] < 0) continue;
+        if (!w->mpi_best[s]) { prev = s; continue; }
+        int end = s, next = s + 1;
+        for (; next < w->nsizes && (w->best[next] < 0 || w->mpi_best[next]); next++)
+            if (w->best[next] >= 0) end = next;
+        size_t lo = prev < 0 ? 0 : crossover(w, prev, s, w->best[prev], m);
+        size_t hi = next >= w->nsizes ? GCOLL_TUNE_INF_SIZE
+                                      : crossover(w, end, next, m, w->best[next]);
+        write_row(f, w->coll, nodes_lo, nodes_hi, ppn, lo, hi, &gcoll_tune_mpi);
+        s = next - 1;
+    }
+}
+
 void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
                             int ppn)
 {
+    write_mpi_rows(f, w, nodes_lo, nodes_hi, ppn);
     size_t lo = 0;
     for (int s = 0; s < w->nsizes; s++) {
         if (w->best[s] < 0) continue;
@@ -437,7 +524,7 @@ void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo,
         while (next < w->nsizes && w->best[next] < 0) next++;
         int last = next >= w->nsizes;
         if (!last && w->best[next] == w->best[s]) continue;
-        size_t hi = last ? GCOLL_TUNE_INF_SIZE : crossover(w, s, next);
+        size_t hi = last ? GCOLL_TUNE_INF_SIZE : crossover(w, s, next, w->best[s], w->best[next]);
         if (w->coll == GCOLL_COLL_BARRIER) lo = 0, hi = GCOLL_TUNE_INF_SIZE;
         write_row(f, w->coll, nodes_lo, nodes_hi, ppn, lo, hi, w->algos[w->best[s]]);
         lo = hi;
@@ -454,8 +541,9 @@ void gcoll_calib_write_medians(FILE *f, const gcoll_calib_sweep_t *w, const char
         fprintf(f, "#   %-6s", w->coll == GCOLL_COLL_BARRIER ? "-" : sz);
         for (int a = 0; a < w->nalgos; a++)
             if (w->t[s][a] >= 0)
-                fprintf(f, " %s%s=%.2f", a == w->best[s] ? "*" : "", w->algos[a]->name,
-                        w->t[s][a] * 1e6);
+                fprintf(f, " %s%s=%.2f",
+                        a == w->best[s] || (is_mpi(w, a) && w->mpi_best[s]) ? "*" : "",
+                        w->algos[a]->name, w->t[s][a] * 1e6);
         fprintf(f, "\n");
     }
 }

@@ -19,7 +19,16 @@
  * 3% of it, the previous size's winner, else the one fastest at the most
  * sizes, so noise between level algorithms does not split a range); the
  * crossover between two measured sizes is placed where the two winners'
- * times cross on a log-log line, rounded to a power of two. */
+ * times cross on a log-log line, rounded to a power of two.
+ *
+ * The application's MPI as a candidate (gcoll_calib_add_mpi, allreduce
+ * only): PMPI_Allreduce on the communicator's MPI communicator, timed in
+ * the same interleaved blocks, under the pseudo-algorithm gcoll_tune_mpi.
+ * It never becomes a size's libgcoll winner (w->best: what libgcoll's own
+ * calls run); it wins a size for the drop-in (w->mpi_best) where it is 5%
+ * faster than that winner, and keeps winning the next sizes while it is
+ * faster at all (hysteresis: noise around a tie does not split a range
+ * into many).  Its rows come before the libgcoll rows of the same sweep. */
 #ifndef GCOLL_CALIBRATE_H
 #define GCOLL_CALIBRATE_H
 
@@ -29,7 +38,7 @@
 #include "algos/algo.h"
 
 #define GCOLL_CALIB_MAX_SIZES  48
-#define GCOLL_CALIB_MAX_ALGOS  8
+#define GCOLL_CALIB_MAX_ALGOS  10   /* allreduce's 8, the MPI's, one spare */
 #define GCOLL_CALIB_MAX_BLOCKS 9
 
 typedef struct {
@@ -58,7 +67,9 @@ typedef struct {
     const gcoll_algo_t *algos[GCOLL_CALIB_MAX_ALGOS];
     double              t[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* s per call; < 0:
                                                                 * not applicable, not timed */
-    int                 best[GCOLL_CALIB_MAX_SIZES];           /* index into algos, -1: none */
+    int                 best[GCOLL_CALIB_MAX_SIZES];           /* index into algos, -1: none;
+                                                                * never the MPI candidate */
+    unsigned char       mpi_best[GCOLL_CALIB_MAX_SIZES];       /* the MPI candidate wins */
     double              spread[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* slowest over
                                                                 * fastest block; 0: pruned */
     /* every block timed so far (s per call) and the calls per block */
@@ -78,6 +89,7 @@ typedef struct {
     size_t               cap;          /* bytes of each */
     gcoll_calib_timing_t timing;
     int                  timed;        /* blocks timed so far (all sizes, all algorithms) */
+    int                  via_mpi;      /* the candidate being timed is the MPI's collective */
 } gcoll_calib_t;
 
 /* Send and receive buffers of cap bytes each (allreduce, bcast, reduce up
@@ -94,6 +106,9 @@ void gcoll_calib_fini(gcoll_calib_t *c);
 void gcoll_calib_plan(gcoll_calib_sweep_t *w, gcoll_coll_t coll, size_t min, size_t max, int step);
 /* The given sizes (ascending), every registered algorithm of coll. */
 void gcoll_calib_plan_sizes(gcoll_calib_sweep_t *w, gcoll_coll_t coll, const size_t *sizes, int n);
+/* The application's MPI collective as one more candidate (allreduce only:
+ * the one collective calibrated; a no-op for the others). */
+void gcoll_calib_add_mpi(gcoll_calib_sweep_t *w);
 
 /* Time every applicable algorithm at w->sizes[si] (collective over the
  * communicator).  A failed call fails every rank alike (the status of the
@@ -118,9 +133,10 @@ gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int 
  * Collective. */
 gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w);
 
-/* Table rows for the winners: one row per run of sizes with the same
- * winner, keyed nodes_lo..nodes_hi, ppn, host memory; the first row starts
- * at 0 bytes, the last ends at inf. */
+/* Table rows for the winners: first an mpi row per run of sizes the MPI
+ * candidate wins, then one row per run of sizes with the same libgcoll
+ * winner, keyed nodes_lo..nodes_hi, ppn, host memory; the first libgcoll
+ * row starts at 0 bytes, the last ends at inf. */
 void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
                             int ppn);
 

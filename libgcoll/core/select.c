@@ -24,6 +24,7 @@
 #include "core/comm.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "core/memtype.h"
 #include "core/select.h"
 #include "core/failure.h"
 #include "base/status.h"
@@ -303,13 +304,27 @@ static void squeeze(char *s)
     *w = '\0';
 }
 
+/* "; <origin> names mpi: ..." where the first matching row is an mpi row,
+ * so the log says why the drop-in leaves such calls to MPI while this one
+ * runs a libgcoll algorithm; else "". */
+static void mpi_note(gcoll_comm_t c, const gcoll_tune_key_t *k, char *buf, size_t len)
+{
+    const gcoll_tune_row_t *first = c->forced[k->coll] ? NULL : gcoll_tune_match_any(c->tune, 0, k);
+    buf[0] = '\0';
+    if (!first || !gcoll_tune_row_is_mpi(first)) return;
+    char from[300];
+    gcoll_tune_format_origin(from, sizeof from, first);
+    snprintf(buf, len, "; %s names mpi: the drop-in leaves such calls to the MPI, libgcoll's own "
+                       "take the next row", from);
+}
+
 static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_algo_t *a,
                          const gcoll_tune_row_t *row, const char *what)
 {
     int sc = size_class(k->bytes);
     if (GCOLL_LIKELY(gcoll_log_level < GCOLL_LOG_INFO) || (c->logged[k->coll] >> sc & 1)) return;
     c->logged[k->coll] |= (uint64_t)1 << sc;
-    char why[700] = "forced by GCOLL_ALGO", text[320];
+    char why[700] = "forced by GCOLL_ALGO", text[320], note[400];
     if (row) {
         gcoll_tune_format_row(text, sizeof text, row);
         squeeze(text);
@@ -319,9 +334,10 @@ static void log_decision(gcoll_comm_t c, const gcoll_tune_key_t *k, const gcoll_
     } else if (!c->forced[k->coll]) {
         snprintf(why, sizeof why, "no row matches");
     }
-    gcoll_info("select %s %zu..%zu B, %d ranks, %d node(s) x %d: %s%s (%s)",
+    mpi_note(c, k, note, sizeof note);
+    gcoll_info("select %s %zu..%zu B, %d ranks, %d node(s) x %d: %s%s (%s%s)",
                gcoll_coll_name(k->coll), sc ? ((size_t)1 << (sc - 1)) + 1 : 0, (size_t)1 << sc,
-               k->ranks, k->nodes, k->ppn, what, a->name, why);
+               k->ranks, k->nodes, k->ppn, what, a->name, why, note);
 }
 
 static void apply_row(gcoll_coll_args_t *args, const gcoll_tune_row_t *row)
@@ -384,4 +400,36 @@ gcoll_status_t gcoll_select_try(gcoll_comm_t comm, const gcoll_algo_t *algo, siz
     if (algo->coll == GCOLL_COLL_BCAST) a.src = a.dst;
     gcoll_group_t world = { comm->size, comm->rank, NULL, comm->node_of };
     return gcoll_algo_build(algo, &a, &world, dtype, GCOLL_SUM, &comm->sched);
+}
+
+/* ---- what the drop-in leaves to MPI ------------------------------------------ */
+
+static gcoll_status_t mem_from_name(const char *mem, int *m)
+{
+    if (mem && !strcmp(mem, "host")) *m = GCOLL_MEM_HOST;
+    else if (mem && !strcmp(mem, "cuda")) *m = GCOLL_MEM_CUDA;
+    else return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_mpi_ranges: memory type '%s' is "
+                            "not host or cuda", mem ? mem : "(null)");
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_mpi_ranges(gcoll_comm_t comm, const char *coll, const char *mem,
+                                     size_t *lo, size_t *hi, int max, int *n)
+{
+    GCOLL_TRY(gcoll_comm_check(comm));
+    if (!coll || !lo || !hi || !n || max < 0)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_mpi_ranges: a NULL collective, "
+                           "range array or count, or max < 0");
+    gcoll_tune_key_t k;
+    int m = GCOLL_MEM_HOST;
+    gcoll_select_comm_key(comm, &k);
+    k.coll = gcoll_coll_from_name(coll);
+    k.bytes = 0;
+    if (k.coll == GCOLL_COLL_COUNT)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_comm_mpi_ranges: unknown collective "
+                           "'%s'", coll);
+    GCOLL_TRY(mem_from_name(mem, &m));
+    *n = 0;
+    if (comm->forced[k.coll]) return GCOLL_SUCCESS;   /* GCOLL_ALGO serves every size */
+    return gcoll_tune_mpi_ranges(comm->tune, &k, m, lo, hi, max, n);
 }

@@ -7,7 +7,9 @@
  * usual choice never declines; if an algorithm declines anyway, the caller
  * asks gcoll_select_fallback(), which continues with the next matching row.
  * Each decision is logged once at INFO per (collective, size class), naming
- * the row (file:line, "built-in:line") that made it. */
+ * the row (file:line, "built-in:line") that made it.  Rows naming the
+ * pseudo-algorithm mpi are skipped here (they are for the drop-in, which
+ * reads them through gcoll_comm_mpi_ranges in gcoll.h, defined in select.c). */
 #ifndef GCOLL_SELECT_H
 #define GCOLL_SELECT_H
 

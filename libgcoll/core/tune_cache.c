@@ -36,12 +36,14 @@
 
 /* Bump when what calibration measures or how it derives rows changes: old
  * entries then no longer match and are measured again. */
-#define CALIB_FORMAT 1
+#define CALIB_FORMAT 2   /* 2: the application's MPI_Allreduce timed too, mpi rows */
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
  * latency dominates and 4x from 4 KiB, plus up to four midpoints where
- * neighbouring winners differ. */
+ * neighbouring winners differ; its libgcoll algorithms and the
+ * application's MPI_Allreduce, whose wins become mpi rows for the drop-in
+ * (the other collectives have no mpi rows but hand-written ones). */
 static const gcoll_coll_t calib_colls[] = { GCOLL_COLL_ALLREDUCE };
 static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10, 256u << 10,
                                       1u << 20, 4u << 20, 16u << 20 };
@@ -51,6 +53,19 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
 #define MAX_REFINE 4
 
 /* ---- the key ------------------------------------------------------------- */
+
+/* The first line of the MPI library's version: its collectives are a
+ * candidate, so another MPI (or version) is another machine. */
+static void mpi_library(char *buf, size_t len)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int n = 0;
+    if (MPI_Get_library_version(v, &n) != MPI_SUCCESS) v[0] = '\0';
+    v[sizeof v - 1] = '\0';
+    char *nl = strchr(v, '\n');
+    if (nl) *nl = '\0';
+    snprintf(buf, len, "%.100s", v[0] ? v : "unknown");
+}
 
 static void trim(char *s)
 {
@@ -94,14 +109,17 @@ static const char *yes(int v)
 
 void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t *s)
 {
-    char cpu[256];
+    char cpu[256], mpi[128];
     cpu_model(cpu, sizeof cpu);
+    mpi_library(mpi, sizeof mpi);
+    trim(mpi);
     snprintf(buf, len,
              "libgcoll=%d.%d.%d calibration=%d cpu=\"%s\" cores=%ld ranks=%d nodes=%d ppn=%d "
-             "uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s transport=%s",
+             "uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s transport=%s mpi=\"%s\"",
              GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH, CALIB_FORMAT, cpu,
              sysconf(_SC_NPROCESSORS_ONLN), s->ranks, s->nodes, s->ppn, yes(s->uniform),
-             yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm), s->transport);
+             yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm), s->transport,
+             mpi);
 }
 
 /* Oversubscribed as the segment's waiters decide it (shm/shm_segment.c):
@@ -330,6 +348,7 @@ static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *bloc
     }
     for (size_t i = 0; i < NCOLLS && st == GCOLL_SUCCESS; i++) {
         gcoll_calib_plan_sizes(w[i], calib_colls[i], calib_sizes, NSIZES);
+        gcoll_calib_add_mpi(w[i]);
         for (int j = 0; j < w[i]->nsizes && st == GCOLL_SUCCESS; j++)
             st = gcoll_calib_measure(&k, w[i], j);
         if (st == GCOLL_SUCCESS) st = gcoll_calib_refine(&k, w[i], MAX_REFINE);

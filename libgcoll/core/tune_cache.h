@@ -5,7 +5,8 @@
  * Key: libgcoll version and calibration format, CPU model, online cores,
  * ranks, nodes, ranks per node, uniform nodes, simulated nodes
  * (GCOLL_NODE_SIZE), oversubscribed hosts, ranks bound to CPUs, the shared
- * segment, the transport.  One file per key, in the selection-table format, under
+ * segment, the transport, the MPI library (its MPI_Allreduce is a
+ * candidate).  One file per key, in the selection-table format, under
  * ${XDG_CACHE_HOME:-$HOME/.cache}/gcoll/ or the directory GCOLL_TUNE_CACHE
  * names (GCOLL_TUNE_CACHE=off: none).  Rank 0 reads and writes the file and
  * broadcasts its text, so every rank puts the same rows in its table; a

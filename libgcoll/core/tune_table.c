@@ -19,6 +19,12 @@
 
 static const char *const cond_names[GCOLL_TUNE_IF_COUNT] = { "shm", "uniform", "regular", "pow2" };
 
+const gcoll_algo_t gcoll_tune_mpi = {
+    .name = "mpi", .coll = GCOLL_COLL_COUNT, .build = NULL,
+    .summary = "the application's MPI collective (rows for the drop-in; libgcoll's own calls "
+               "take the next row)",
+};
+
 void gcoll_tune_table_init(gcoll_tune_table_t *t)
 {
     memset(t, 0, sizeof(*t));
@@ -230,12 +236,14 @@ static gcoll_status_t parse_row(const origin_t *o, char **f, int n, gcoll_tune_r
     if (parse_byte_range(f[4], &r->bytes_lo, &r->bytes_hi))
         return row_error(o, "bad byte range '%s' (expected LO-HI with LO < HI, K/M/G suffixes, "
                             "HI may be inf)", bytes);
-    r->algo = gcoll_algo_find(r->coll, f[5]);
+    r->algo = !strcmp(f[5], "mpi") ? &gcoll_tune_mpi : gcoll_algo_find(r->coll, f[5]);
     if (!r->algo)
-        return row_error(o, "'%s' is not an algorithm of %s (gcoll_info -a lists them)", f[5],
-                         f[0]);
+        return row_error(o, "'%s' is not an algorithm of %s (gcoll_info -a lists them, or mpi)",
+                         f[5], f[0]);
     int seen[4] = { 0 };
     for (int i = 6; i < n; i++) GCOLL_TRY(parse_option(o, f[i], r, seen));
+    if (gcoll_tune_row_is_mpi(r) && r->chunk)
+        return row_error(o, "chunk= on an mpi row: the MPI's collective has no chunk of ours");
     r->line = o->line;
     return GCOLL_SUCCESS;
 }
@@ -260,20 +268,97 @@ static size_t key_bytes(const gcoll_tune_row_t *r, const gcoll_tune_key_t *k)
     return k->bytes * (size_t)k->ranks;
 }
 
-static int row_matches(const gcoll_tune_row_t *r, const gcoll_tune_key_t *k)
+/* Everything but the bytes column. */
+static int row_matches_comm(const gcoll_tune_row_t *r, const gcoll_tune_key_t *k, int mem)
 {
-    return r->coll == k->coll && r->mem != GCOLL_MEM_CUDA &&
+    return r->coll == k->coll && (r->mem == GCOLL_TUNE_ANY_MEM || r->mem == mem) &&
            in_count(k->nodes, r->nodes_lo, r->nodes_hi) && in_count(k->ppn, r->ppn_lo, r->ppn_hi) &&
-           (k->conds & r->if_set) == r->if_set && !(k->conds & r->if_clear) &&
-           in_bytes(key_bytes(r, k), r->bytes_lo, r->bytes_hi);
+           (k->conds & r->if_set) == r->if_set && !(k->conds & r->if_clear);
 }
 
+static int row_matches(const gcoll_tune_row_t *r, const gcoll_tune_key_t *k, int mem)
+{
+    return row_matches_comm(r, k, mem) && in_bytes(key_bytes(r, k), r->bytes_lo, r->bytes_hi);
+}
+
+static const gcoll_tune_row_t *first_match(const gcoll_tune_table_t *t, size_t from,
+                                           const gcoll_tune_key_t *k, int mem, int skip_mpi)
+{
+    for (size_t i = from; i < t->nrows; i++)
+        if (row_matches(&t->rows[i], k, mem) && !(skip_mpi && gcoll_tune_row_is_mpi(&t->rows[i])))
+            return &t->rows[i];
+    return NULL;
+}
+
+/* Every call a table decides runs on host memory (gcoll_tune_key_t). */
 const gcoll_tune_row_t *gcoll_tune_match(const gcoll_tune_table_t *t, size_t from,
                                          const gcoll_tune_key_t *k)
 {
-    for (size_t i = from; i < t->nrows; i++)
-        if (row_matches(&t->rows[i], k)) return &t->rows[i];
-    return NULL;
+    return first_match(t, from, k, GCOLL_MEM_HOST, 1);
+}
+
+const gcoll_tune_row_t *gcoll_tune_match_any(const gcoll_tune_table_t *t, size_t from,
+                                             const gcoll_tune_key_t *k)
+{
+    return first_match(t, from, k, GCOLL_MEM_HOST, 0);
+}
+
+/* ---- the ranges left to MPI ------------------------------------------------
+ * The first matching row can only change where some row's bytes column
+ * starts or stops matching, so the ranges follow from evaluating the match
+ * at each such edge in turn: no allocation, rows x edges steps (a few
+ * hundred for a table of tens of rows, once per communicator). */
+
+/* Where row r starts and stops matching, in count x dtype size bytes:
+ * size=total rows match bytes x ranks in [lo, hi), so bytes in
+ * [ceil(lo / ranks), ceil(hi / ranks)). */
+static void row_edges(const gcoll_tune_row_t *r, int ranks, size_t *lo, size_t *hi)
+{
+    size_t n = r->size_total && ranks > 1 ? (size_t)ranks : 1;
+    *lo = r->bytes_lo / n + (r->bytes_lo % n != 0);
+    *hi = r->bytes_hi == GCOLL_TUNE_INF_SIZE ? GCOLL_TUNE_INF_SIZE
+                                             : r->bytes_hi / n + (r->bytes_hi % n != 0);
+}
+
+/* The smallest edge above b of the rows that may match k; inf if none. */
+static size_t next_edge(const gcoll_tune_table_t *t, const gcoll_tune_key_t *k, int mem, size_t b)
+{
+    size_t next = GCOLL_TUNE_INF_SIZE, lo, hi;
+    for (size_t i = 0; i < t->nrows; i++) {
+        if (!row_matches_comm(&t->rows[i], k, mem)) continue;
+        row_edges(&t->rows[i], k->ranks, &lo, &hi);
+        if (lo > b && lo < next) next = lo;
+        if (hi > b && hi < next) next = hi;
+    }
+    return next;
+}
+
+gcoll_status_t gcoll_tune_mpi_ranges(const gcoll_tune_table_t *t, const gcoll_tune_key_t *key,
+                                     int mem, size_t *lo, size_t *hi, int max, int *n)
+{
+    gcoll_tune_key_t k = *key;
+    size_t last_hi = 0;
+    *n = 0;
+    for (size_t b = 0, next;; b = next) {
+        k.bytes = b;
+        const gcoll_tune_row_t *r = first_match(t, 0, &k, mem, 0);
+        next = next_edge(t, &k, mem, b);
+        if (r && gcoll_tune_row_is_mpi(r)) {
+            if (*n && last_hi == b) {           /* adjacent: one range */
+                if (*n <= max) hi[*n - 1] = next;
+            } else if (++*n <= max) {
+                lo[*n - 1] = b;
+                hi[*n - 1] = next;
+            }
+            last_hi = next;
+        }
+        if (next == GCOLL_TUNE_INF_SIZE) break;
+    }
+    if (*n > max)
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "the selection table leaves %d byte ranges of "
+                           "%s to the MPI, more than the %d asked for", *n,
+                           gcoll_coll_name(k.coll), max);
+    return GCOLL_SUCCESS;
 }
 
 /* e matches every call that r matches (so r, below it, is dead). */
@@ -286,6 +371,13 @@ static int row_covers(const gcoll_tune_row_t *e, const gcoll_tune_row_t *r)
            (e->bytes_hi == GCOLL_TUNE_INF_SIZE || (r->bytes_hi != GCOLL_TUNE_INF_SIZE &&
                                                    e->bytes_hi >= r->bytes_hi)) &&
            (e->if_set & r->if_set) == e->if_set && (e->if_clear & r->if_clear) == e->if_clear;
+}
+
+/* e, above r, makes r dead: e covers r, unless e is an mpi row and r is
+ * not (libgcoll's own calls skip e and reach r). */
+static int row_shadows(const gcoll_tune_row_t *e, const gcoll_tune_row_t *r)
+{
+    return row_covers(e, r) && (!gcoll_tune_row_is_mpi(e) || gcoll_tune_row_is_mpi(r));
 }
 
 /* ---- parsing a text ------------------------------------------------------ */
@@ -339,7 +431,7 @@ static gcoll_status_t add_row(gcoll_tune_table_t *t, size_t first, const origin_
     gcoll_tune_row_t r;
     GCOLL_TRY(parse_row(o, f, n, &r));
     for (size_t i = first; i < t->nrows; i++)
-        if (row_covers(&t->rows[i], &r))
+        if (row_shadows(&t->rows[i], &r))
             return row_error(o, "this row can never match: %s %d above it covers every call it "
                                 "would", o->oneline ? "row" : "line", t->rows[i].line);
     GCOLL_TRY(grow(t));
@@ -472,7 +564,7 @@ int gcoll_tune_format_origin(char *buf, size_t len, const gcoll_tune_row_t *r)
 static const gcoll_tune_row_t *covered_by(const gcoll_tune_table_t *t, size_t i)
 {
     for (size_t e = 0; e < i; e++)
-        if (row_covers(&t->rows[e], &t->rows[i])) return &t->rows[e];
+        if (row_shadows(&t->rows[e], &t->rows[i])) return &t->rows[e];
     return NULL;
 }
 

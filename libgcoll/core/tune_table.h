@@ -12,6 +12,11 @@
  * nodes and ppn are inclusive integer ranges; bytes is the half-open range
  * [lo, hi) of count x dtype size (the benchmarks' message size), or with
  * size=total of count x dtype size x ranks.  The first matching row wins.
+ * The algorithm may be the pseudo-algorithm "mpi": the application's own MPI
+ * collective is faster there.  Such rows inform the PMPI drop-in
+ * (gcoll_comm_mpi_ranges); libgcoll's own calls skip them and take the next
+ * matching row, since libgcoll cannot hand a call to an MPI collective it
+ * does not own (docs/MPI_DROPIN.md).
  * A table is parsed whole or not at all: on any error the rows parsed so far
  * are discarded and the sentence names the source, the line and the reason. */
 #ifndef GCOLL_TUNE_TABLE_H
@@ -98,9 +103,31 @@ gcoll_status_t gcoll_tune_parse_from(gcoll_tune_table_t *t, const char *text, co
 /* Read a whole file into a NUL-terminated malloc'd string. */
 gcoll_status_t gcoll_tune_read_file(const char *path, char **text);
 
-/* First row at index >= from that matches k, or NULL. */
+/* The pseudo-algorithm of "mpi" rows: name "mpi", no collective, no
+ * builder.  Never registered in gcoll_algos, never forced, never built. */
+extern const gcoll_algo_t gcoll_tune_mpi;
+
+static inline int gcoll_tune_row_is_mpi(const gcoll_tune_row_t *r)
+{
+    return r->algo == &gcoll_tune_mpi;
+}
+
+/* First row at index >= from that matches k and names a libgcoll algorithm
+ * (rows naming mpi are skipped), or NULL: what a libgcoll call runs. */
 const gcoll_tune_row_t *gcoll_tune_match(const gcoll_tune_table_t *t, size_t from,
                                          const gcoll_tune_key_t *k);
+/* First row at index >= from that matches k, mpi rows included, or NULL:
+ * who is faster for such a call, libgcoll or the MPI. */
+const gcoll_tune_row_t *gcoll_tune_match_any(const gcoll_tune_table_t *t, size_t from,
+                                             const gcoll_tune_key_t *k);
+
+/* The byte ranges [lo[i], hi[i]) of k->bytes in which the first row
+ * matching k (k->bytes aside; mem: the memory column, GCOLL_MEM_HOST or
+ * GCOLL_MEM_CUDA, where host calls match host and * rows) names mpi;
+ * ascending, disjoint, adjacent ones merged, hi = GCOLL_TUNE_INF_SIZE for
+ * inf.  More than max: GCOLL_ERR_INVALID_ARG, *n the number there are. */
+gcoll_status_t gcoll_tune_mpi_ranges(const gcoll_tune_table_t *t, const gcoll_tune_key_t *k,
+                                     int mem, size_t *lo, size_t *hi, int max, int *n);
 
 /* The row in file form, without newline; returns snprintf's length. */
 int gcoll_tune_format_row(char *buf, size_t len, const gcoll_tune_row_t *r);

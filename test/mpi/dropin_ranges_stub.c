@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Stands in for libgcoll's proposed gcoll_comm_mpi_ranges() (see
- * docs/MPI_DROPIN.md; libgcoll does not have it yet), so run_dropin.sh can
- * check that the drop-in leaves to MPI exactly the sizes the selection
- * says.  Preloaded before libgcoll_mpi.so, whose weak reference it then
- * satisfies.  The ranges come from DROPIN_STUB_RANGES, the same on every
- * rank:
+/* Stands in for libgcoll's gcoll_comm_mpi_ranges() (docs/MPI_DROPIN.md), so
+ * run_dropin.sh can check the drop-in's side alone: that it leaves to MPI
+ * exactly the sizes the call reports, in every form, and survives the call
+ * failing, with ranges no table needs to produce.  Preloaded before
+ * libgcoll_mpi.so, so its definition is found before libgcoll.so's.  The
+ * ranges come from DROPIN_STUB_RANGES, the same on every rank:
  *
  *   DROPIN_STUB_RANGES="allreduce=0-4096,65536-inf;bcast=0-64"
  *

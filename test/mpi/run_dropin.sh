@@ -11,10 +11,17 @@
 #   thread   the preloaded run again with GCOLL_PROGRESS=thread (2 ranks; the
 #            drop-in's default is caller)
 #   sizes    the preloaded run again (2 ranks) with a stand-in for libgcoll's
-#            proposed gcoll_comm_mpi_ranges (test/mpi/dropin_ranges_stub.c)
-#            saying MPI is faster for allreduce at every size, bcast below 64
-#            bytes, barrier, and failing for reduce: the same digests, those
-#            calls left to MPI (every form), the others served
+#            gcoll_comm_mpi_ranges (test/mpi/dropin_ranges_stub.c, preloaded
+#            before libgcoll_mpi.so, so it replaces libgcoll's) saying MPI is
+#            faster for allreduce at every size, bcast below 64 bytes,
+#            barrier, and failing for reduce: the same digests, those calls
+#            left to MPI (every form), the others served, a WARN for reduce
+#   table    the real gcoll_comm_mpi_ranges: a GCOLL_TUNE_FILE whose mpi rows
+#            say MPI is faster below 1 KiB and at 64-256 KiB; test_dropin
+#            sizes (one MPI_Allreduce per size, 8 B to 256 KiB, on either
+#            side of each edge): exactly the sizes inside those rows fall
+#            back, with the selection-table reason, the others are served,
+#            every result right; the same run without the file serves all
 #   bad      erroneous calls under MPI_ERRORS_RETURN: the same error classes
 #            as plain MPI, then a correct call
 #   fortran  `use mpi` and `use mpi_f08` programs (when built): pass without
@@ -28,6 +35,10 @@
 set -u
 
 export MPIRUN=${MPIRUN:-mpirun}
+# The checks below mean the built-in table (no mpi rows: every size served)
+# unless a job sets its own; a calibration cache could hold mpi rows.
+unset GCOLL_ALGO GCOLL_TUNE GCOLL_TUNE_FILE
+export GCOLL_TUNE_CACHE=off
 JOB_TIMEOUT=${GCOLL_TEST_TIMEOUT:-300}
 PROG=test/mpi/test_dropin
 LIBDIR=$PWD/.libs
@@ -143,6 +154,30 @@ if [ -f "$STUB" ]; then
 else
     echo "SKIP: sizes ($STUB not built)"
 fi
+
+# The real call: mpi rows of a GCOLL_TUNE_FILE.  Sizes in floats: 8 B and
+# 1020 B inside 0-1K, 1 KiB at its (exclusive) end, 16 KiB outside, 64 KiB
+# and 262140 B inside 64K-256K, 256 KiB at its end.
+cat >"$tmp/mpi.tbl" <<'EOF'
+allreduce host * * 0-1K     mpi
+allreduce host * * 0-1K     rdouble
+allreduce host * * 64K-256K mpi
+EOF
+TSIZES="2 255 256 4096 16384 65535 65536"
+run table2 2 "${PRE[@]}" -x GCOLL_MPI_REPORT=1 -x "GCOLL_TUNE_FILE=$tmp/mpi.tbl" -- "$PROG" sizes $TSIZES
+run notable2 2 "${PRE[@]}" -x GCOLL_MPI_REPORT=1 -- "$PROG" sizes $TSIZES
+ok=1; why=""
+for f in table2 notable2; do
+    { [ "$(cat "$tmp/$f.rc")" = 0 ] && grep -q "^dropin: 7 checks, 0 failed" "$tmp/$f"; } ||
+        { ok=0; why="$why $f failed or wrong results;"; }
+done
+[ "$(served table2 MPI_Allreduce)" = 3 ] && [ "$(fallbacks table2 MPI_Allreduce)" = 4 ] ||
+    { ok=0; why="$why MPI_Allreduce served=$(served table2 MPI_Allreduce) fallback=$(fallbacks table2 MPI_Allreduce), want 3 and 4;"; }
+grep -q "^gcoll_mpi: fallback MPI_Allreduce: size where the MPI is faster (selection table) (4)$" "$tmp/table2" ||
+    { ok=0; why="$why no fallback reason 'size where the MPI is faster (selection table) (4)';"; }
+[ "$(served notable2 MPI_Allreduce)" = 7 ] && [ "$(fallbacks notable2 MPI_Allreduce)" = 0 ] ||
+    { ok=0; why="$why without the file: served=$(served notable2 MPI_Allreduce), want 7;"; }
+result "sizes from the selection table (GCOLL_TUNE_FILE mpi rows) np=2" "$ok" "$why" table2 notable2
 
 run badplain 2 -- "$PROG" badinput
 run badon 2 "${PRE[@]}" -x GCOLL_MPI_REPORT=1 -- "$PROG" badinput

@@ -8,7 +8,12 @@
 #       GCOLL_TUNE_FILE accepts and whose rows GCOLL_DEBUG=INFO reports as
 #       the source of decisions; a hand-edited row changes the decision;
 #       GCOLL_TUNE rows go before the file, GCOLL_ALGO before both;
-#       gcoll_info -s prints a table that loads back.
+#       gcoll_info -s prints a table that loads back;
+#   (c) mpi rows (the application's MPI is faster there: for the drop-in)
+#       in a GCOLL_TUNE_FILE: libgcoll's own allreduce at those sizes runs
+#       the next matching row (the file's next one, or the built-in one),
+#       correctly, and its INFO line names the mpi row it skipped; gcoll_info
+#       -s shows the rows with their file origin; GCOLL_ALGO cannot force mpi.
 # Run from the top build directory.  Exit 0 all passed, 1 a check failed,
 # 77 no mpirun, 99 setup error.
 set -u
@@ -124,6 +129,38 @@ rc=$?
 [ "$rc" = 0 ] && grep -q "^# from GCOLL_TUNE" "$DIR/shown.tbl" && grep -q "^# from .*edit.tbl" "$DIR/shown.tbl" &&
     grep -q "^# from built-in" "$DIR/shown.tbl" && GCOLL_TUNE_FILE=$DIR/shown.tbl "$INFO" -s >"$DIR/out" 2>&1
 check "gcoll_info -s prints the table in force, which loads back" $?
+
+# ---- (c) mpi rows ----------------------------------------------------------------
+cat >"$DIR/mpi.tbl" <<'EOF'
+allreduce host * * 0-1K     mpi
+allreduce host * * 0-1K     rdouble
+allreduce host * * 64K-256K mpi
+EOF
+mpi 2 "$PROG" -p 65536 1048576
+plain=$(sed -n 's/^test_tune_create: selection on all 2 ranks: //p' "$DIR/out")   # no file
+at64k=$(echo "$plain" | sed -n 's/^65536:\([^ ]*\) .*/\1/p')
+GCOLL_TUNE_FILE=$DIR/mpi.tbl GCOLL_DEBUG=INFO mpi 2 "$PROG" -p 8 65536 1048576
+rc=$?
+sel=$(sed -n 's/^test_tune_create: selection on all 2 ranks: //p' "$DIR/out")
+[ "$rc" = 0 ] && grep -q "^test_tune_create: ok" "$DIR/out" && [ -n "$at64k" ] &&
+    [ "$sel" = "8:rdouble $plain" ] &&
+    grep -q "select allreduce 5\.\.8 B.*: rdouble (.*mpi\.tbl:2: allreduce host \* \* 0-1K rdouble; .*mpi\.tbl:1 names mpi: " "$DIR/out" &&
+    grep -q "select allreduce 32769\.\.65536 B.*: $at64k (built-in:[0-9]*: .*; .*mpi\.tbl:3 names mpi: " "$DIR/out" &&
+    grep "select allreduce 524289\.\.1048576 B" "$DIR/out" | grep -vq "names mpi"
+check "mpi rows: libgcoll's own allreduce runs the next row ('$sel', want '8:rdouble $plain'), right results, INFO names the mpi row" $?
+
+GCOLL_TUNE_FILE=$DIR/mpi.tbl "$INFO" -s >"$DIR/shown.tbl" 2>"$DIR/out"
+rc=$?
+[ "$rc" = 0 ] && grep -Eq "^allreduce +host +\* +\* +0-1K +mpi +# file $DIR/mpi\.tbl:1$" "$DIR/shown.tbl" &&
+    grep -Eq "^allreduce +host +\* +\* +0-1K +rdouble +# file $DIR/mpi\.tbl:2$" "$DIR/shown.tbl" &&
+    grep -Eq "^allreduce +host +\* +\* +64K-256K +mpi +# file $DIR/mpi\.tbl:3$" "$DIR/shown.tbl" &&
+    GCOLL_TUNE_FILE=$DIR/shown.tbl "$INFO" -s >"$DIR/out" 2>&1
+check "gcoll_info -s: the mpi rows with their origin; the output loads back" $?
+
+GCOLL_ALGO=allreduce=mpi mpi 2 "$PROG" 64
+rc=$?
+[ "$rc" = 3 ] && grep -q "GCOLL_ALGO: 'mpi' is not an algorithm of allreduce" "$DIR/out"
+check "GCOLL_ALGO=allreduce=mpi is refused (mpi rows only inform the drop-in)" $?
 
 echo "run_tune.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -3,7 +3,9 @@
 # The calibration cache under mpirun (docs/TUNING.md, core/tune_cache.c):
 #   (a) a clean cache (the default directory, ${XDG_CACHE_HOME}/gcoll):
 #       gcoll_comm_create calibrates, says so on stderr and writes an entry
-#       in the table format; every rank chooses alike;
+#       in the table format, keyed by the MPI library too, whose medians
+#       include the application's MPI_Allreduce ("mpi"), and whose mpi rows,
+#       if any, come before its libgcoll rows; every rank chooses alike;
 #   (b) the second creation reads the entry without measuring, its rows
 #       make the decisions, and the choices are the first run's;
 #   (c) GCOLL_TUNE_CACHE=off neither reads nor writes nor measures;
@@ -17,7 +19,11 @@
 #   (g) 4 ranks as 2 simulated nodes: an entry of its own, all 4 ranks agree,
 #       gcoll_info finds it, gcoll_info --calibrate replaces it;
 #   (h) the MPI drop-in (preloaded libgcoll_mpi) measures inside MPI_Init,
-#       before the program's first collective.
+#       before the program's first collective;
+#   (i) an entry with an mpi row (measured ones taken out, one added by
+#       hand: which one the MPI wins is the machine's to say): gcoll_info -s
+#       names it as a cache row, libgcoll's own allreduce there runs the
+#       entry's libgcoll row, and the drop-in leaves exactly its sizes to MPI.
 # Run from the top build directory.  Exit 0 all passed, 1 a check failed,
 # 77 no mpirun, 99 setup error.
 set -u
@@ -56,6 +62,13 @@ check() {   # check LABEL CONDITION-STATUS
     fi
 }
 
+# the file's mpi rows (if any) all come before its first libgcoll row
+mpi_rows_first() {
+    local lastm firstl
+    lastm=$(grep -n '^allreduce .* mpi$' "$1" | tail -1 | cut -d: -f1)
+    firstl=$(grep -n '^allreduce ' "$1" | grep -v ' mpi$' | head -1 | cut -d: -f1)
+    [ -n "$firstl" ] && { [ -z "$lastm" ] || [ "$lastm" -lt "$firstl" ]; }
+}
 selection() { sed -n 's/^test_tune_create: selection on all [0-9]* ranks: //p' "$DIR/out"; }
 entries() { ls "$1"/*.tbl 2>/dev/null; }
 
@@ -67,8 +80,9 @@ entry=$(entries "$DIR/xdg/gcoll")
 first=$(selection)
 [ "$rc" = 0 ] && [ -n "$entry" ] && [ "$(echo "$entry" | wc -l)" = 1 ] &&
     grep -q "^gcoll: calibrating allreduce for this machine (2 ranks, 1 node)\.\.\. cached in $entry (" "$DIR/err" &&
-    grep -q "^# key: libgcoll=.* ranks=2 nodes=1 ppn=2 " "$entry" && grep -Eq "^allreduce +host +1 +2 " "$entry" &&
-    [ -n "$first" ]
+    grep -q "^# key: libgcoll=.* ranks=2 nodes=1 ppn=2 .* mpi=\"[^\"]" "$entry" && grep -Eq "^allreduce +host +1 +2 " "$entry" &&
+    grep -Eq "^#   8 .* \*?mpi=[0-9.]+" "$entry" && [ -n "$first" ] &&
+    mpi_rows_first "$entry"
 check "clean cache: calibrates, says so, writes $(basename "${entry:-none}") under \$XDG_CACHE_HOME/gcoll, ranks agree (rc=$rc)" $?
 cp "$DIR/err" "$DIR/first.err"
 
@@ -197,6 +211,35 @@ if [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
     check "preloaded drop-in on a clean cache: MPI_Init measures and caches, the program passes" $?
 else
     echo "SKIP: drop-in (no $LIB or test/mpi/test_dropin)"
+fi
+
+# ---- (i) an mpi row in an entry ----------------------------------------------------
+mdir=$DIR/mpirows
+mkdir -p "$mdir"
+mentry=$mdir/$(basename "$entry")
+sed '/^allreduce .* mpi$/d; 0,/^allreduce /s//allreduce host 1 2 0-1K mpi\n&/' "$entry" >"$mentry"
+mline=$(grep -n '^allreduce host 1 2 0-1K mpi$' "$mentry" | cut -d: -f1)
+at8=$(echo "$first" | sed -n 's/^8:\([^ ]*\) .*/\1/p')
+GCOLL_TUNE_CACHE=$mdir mpi 2 "$INFO" -s
+rc=$?
+[ "$rc" = 0 ] && [ -n "$mline" ] &&
+    grep -Eq "^allreduce +host +1 +2 +0-1K +mpi +# cache $mentry:$mline$" "$DIR/out"
+check "an entry's mpi row: gcoll_info -s shows it as a cache row ($mentry:$mline)" $?
+GCOLL_TUNE_CACHE=$mdir GCOLL_DEBUG=INFO mpi 2 "$PROG" -p 8 4096
+rc=$?
+at4k=$(echo "$first" | sed -n 's/.* 4096:\([^ ]*\) .*/\1/p')
+[ "$rc" = 0 ] && [ -n "$at8" ] && [ -n "$at4k" ] && ! grep -q calibrating "$DIR/err" &&
+    grep -q "^test_tune_create: ok" "$DIR/out" && [ "$(selection)" = "8:$at8 4096:$at4k" ] &&
+    grep -q "select allreduce 5\.\.8 B.*: $at8 (cache $mentry:[0-9]*: .*; cache $mentry:$mline names mpi: " "$DIR/err"
+check "an entry's mpi row: libgcoll's own 8 B allreduce runs the entry's row ($at8), right results" $?
+if [ "${GCOLL_TEST_DROPIN:-yes}" != no ] && [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
+    GCOLL_TUNE_CACHE=$mdir mpi 2 -x "LD_PRELOAD=$LIB" -x GCOLL_MPI_REPORT=1 \
+        -x "LD_LIBRARY_PATH=$PWD/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" test/mpi/test_dropin sizes 2 255 256 4096
+    rc=$?
+    [ "$rc" = 0 ] && grep -q "^dropin: 4 checks, 0 failed" "$DIR/out" && ! grep -q calibrating "$DIR/err" &&
+        grep -q "^gcoll_mpi: MPI_Allreduce served=2 fallback=2$" "$DIR/err" &&
+        grep -q "^gcoll_mpi: fallback MPI_Allreduce: size where the MPI is faster (selection table) (2)$" "$DIR/err"
+    check "an entry's mpi row: the drop-in leaves 8 B and 1020 B to MPI, serves 1 KiB and 16 KiB" $?
 fi
 
 echo "run_tune_cache.sh: $passed passed, $failed failed"

@@ -23,6 +23,10 @@
  *                         rounding, not digested)
  *   test_dropin badinput  erroneous calls under MPI_ERRORS_RETURN: prints the
  *                         error class of each (compared with plain MPI's)
+ *   test_dropin sizes N.. one MPI_Allreduce of N floats per argument, each
+ *                         result checked, and no other MPI_Allreduce (the
+ *                         failures are summed by MPI_Reduce): run_dropin.sh
+ *                         counts which sizes the drop-in served
  * Prints "dropin: N checks, 0 failed"; exit 1 on any failure. */
 #ifdef HAVE_CONFIG_H
 #include "gcoll_build.h"   /* which persistent spelling this MPI declares */
@@ -550,6 +554,22 @@ static void test_progress(void)
     free(buf);
 }
 
+/* One MPI_Allreduce of n floats, integer-valued so the sum is exact. */
+static void allreduce_once(size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x), *y = malloc((n ? n : 1) * sizeof *y);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(rank + 1 + (int)(i % 5));
+    MPI_Allreduce(x, y, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = y[i] == (float)(size * (size + 1) / 2 + size * (int)(i % 5));
+    char what[64];
+    snprintf(what, sizeof what, "allreduce of %zu floats", n);
+    check(ok, what);
+    free(x);
+    free(y);
+}
+
 int main(int argc, char **argv)
 {
     /* whole lines: the launcher may forward rank 0's stdout in blocks, and a
@@ -587,6 +607,14 @@ int main(int argc, char **argv)
         if (rank == 0) printf("badinput then-correct %d\n", ok);
         MPI_Finalize();
         return ok ? 0 : 1;
+    }
+    if (argc > 1 && !strcmp(argv[1], "sizes")) {
+        for (int i = 2; i < argc; i++) allreduce_once((size_t)strtoul(argv[i], NULL, 10));
+        int all = 0;
+        MPI_Reduce(&failures, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0) printf("dropin: %d checks, %d failed\n", checks, all);
+        MPI_Finalize();
+        return all ? 1 : 0;
     }
     size_t sizes[] = { 1, 1000, 1 << 17 };
     for (int k = 0; k < 3; k++) {

@@ -3,7 +3,7 @@
  * GCOLL_* environment the script sets, report the outcome of
  * gcoll_comm_create on rank 0, and if it succeeded run one allreduce per
  * size given on the command line (so that GCOLL_DEBUG=INFO shows which table
- * row chose each).  With -p first, every rank also asks the selection layer
+ * row chose each), its result checked.  With -p first, every rank also asks the selection layer
  * which allreduce algorithm each size gets and rank 0 prints the one line
  * all ranks agree on ("test_tune_create: selection 8:shm 4096:shm ...") or
  * the first rank that disagrees.  Exit status: 0 on success, 3 if
@@ -66,13 +66,16 @@ int main(int argc, char **argv)
     for (int i = first; i < argc && rc == 0; i++) {
         size_t n = strtoul(argv[i], NULL, 10) / sizeof(float);
         float *buf = calloc(n ? n : 1, sizeof(float));
+        for (size_t j = 0; buf && j < n; j++) buf[j] = (float)(rank + 1);
         if (!buf || gcoll_allreduce(buf, buf, n, GCOLL_FLOAT32, GCOLL_SUM, comm) != GCOLL_SUCCESS)
             rc = 1;
+        for (size_t j = 0; rc == 0 && j < n; j++)   /* exact: small integers */
+            if (buf[j] != (float)(size * (size + 1) / 2)) rc = 1;
         free(buf);
     }
     gcoll_comm_destroy(comm);
     if (rank == 0) printf("test_tune_create: %s\n", rc == 2 ? "ranks disagree"
-                                                    : rc ? "allreduce failed" : "ok");
+                                                    : rc ? "allreduce failed or wrong" : "ok");
     MPI_Finalize();
     return rc;
 }

@@ -3,10 +3,13 @@
  * parses, prints and re-parses to the same rows, and chooses exactly what the
  * hand-written rules it replaced chose; malformed tables are rejected whole
  * with the right line number; first match wins; byte ranges include their
- * lower end and exclude their upper end; size suffixes. */
+ * lower end and exclude their upper end; size suffixes; "mpi" rows (skipped
+ * by libgcoll's own selection, reported as ranges for the drop-in) and the
+ * calibration's mpi rows from synthetic times. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/calibrate.h"
 #include "core/memtype.h"
 #include "core/select.h"
 #include "base/status.h"
@@ -235,6 +238,9 @@ static void test_rejects(void)
     BAD("allreduce host * * 16K-inf ring if=shm,!shm", "negation");
     BAD("allreduce host * * 16K-inf ring size=all", "size=all");
     BAD("allreduce host * * 1K-8K ring", "can never match: line 3");
+    BAD("allreduce host * * 1K-8K mpi", "can never match: line 3");   /* under a libgcoll row */
+    BAD("allreduce host * * 16K-inf mpi chunk=1M", "chunk= on an mpi row");
+    BAD("bcast host * * 16K-inf mpl", "'mpl' is not an algorithm of bcast");
     BAD("allreduce * * * 16K-inf ring ring ring ring ring ring ring ring ring ring ring ring",
         "more than 16 fields");
 #undef BAD
@@ -311,6 +317,151 @@ static void test_matching(void)
     gcoll_tune_table_fini(&t);
 }
 
+/* ---- mpi rows --------------------------------------------------------------- */
+
+static const char *first_any(const gcoll_tune_table_t *t, size_t bytes, int ranks)
+{
+    gcoll_tune_key_t k = { GCOLL_COLL_ALLREDUCE, 1, ranks, ranks, 0, bytes };
+    const gcoll_tune_row_t *r = gcoll_tune_match_any(t, 0, &k);
+    return r ? r->algo->name : "(none)";
+}
+
+static void test_mpi_rows(void)
+{
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    /* a libgcoll row above shadows part of the mpi ranges; an mpi row above a
+     * libgcoll row of the same range is not dead (libgcoll's calls reach it);
+     * one mpi row under another that covers it would be */
+    gcoll_status_t st = gcoll_tune_parse(
+        &t,
+        "allreduce host * * 100K-200K ring\n"
+        "allreduce host * * 0-1K mpi\n"
+        "allreduce host * * 0-1K rdouble\n"
+        "allreduce * * * 1K-4K mpi\n"
+        "allreduce host * * 64K-256K mpi\n"
+        "allreduce host * * 2M-inf mpi size=total\n"
+        "allreduce * * * * ring\n",
+        "m.tbl", 0);
+    CHECK(st == GCOLL_SUCCESS, "mpi rows: %s", gcoll_last_error());
+    CHECK(t.nrows == 7 && gcoll_tune_row_is_mpi(&t.rows[1]) && !strcmp(t.rows[1].algo->name, "mpi"),
+          "mpi row parsed");
+    /* libgcoll's own selection skips mpi rows: the next matching row */
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 1, 4), "rdouble"), "8 B: next row after mpi");
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 2048, 1, 4), "ring"), "2K: the catch-all");
+    CHECK(!strcmp(first_any(&t, 8, 4), "mpi"), "8 B: the first row names mpi");
+    CHECK(!strcmp(first_any(&t, 150000, 4), "ring"), "150K: the libgcoll row above wins");
+    char text[200];
+    gcoll_tune_format_row(text, sizeof text, &t.rows[1]);
+    CHECK(strstr(text, " mpi") && strstr(text, "0-1K"), "printed as \"%s\"", text);
+
+    /* ranges, 4 ranks: [0,4K) merged from two rows, [64K,100K) and [200K,256K)
+     * around the ring row, [512K,inf) from 2M x 4 ranks (size=total) */
+    gcoll_tune_key_t k = { GCOLL_COLL_ALLREDUCE, 1, 4, 4, 0, 0 };
+    size_t lo[8], hi[8];
+    int n = -1;
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 8, &n);
+    static const size_t want[][2] = { { 0, 4096 }, { 65536, 102400 }, { 204800, 262144 },
+                                      { 524288, GCOLL_TUNE_INF_SIZE } };
+    CHECK(st == GCOLL_SUCCESS && n == 4, "host ranges: st %d, n %d", st, n);
+    for (int i = 0; i < n && i < 4; i++)
+        CHECK(lo[i] == want[i][0] && hi[i] == want[i][1], "range %d: [%zu, %zu), want [%zu, %zu)",
+              i, lo[i], hi[i], want[i][0], want[i][1]);
+    /* 3 ranks: 2M / 3 rounded up */
+    k.ranks = 3;
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 8, &n);
+    CHECK(st == GCOLL_SUCCESS && n == 4 && lo[3] == (2u << 20) / 3 + 1, "size=total at 3 ranks: %zu",
+          n == 4 ? lo[3] : 0);
+    k.ranks = 4;
+    /* device memory: only the * row's range */
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_CUDA, lo, hi, 8, &n);
+    CHECK(st == GCOLL_SUCCESS && n == 1 && lo[0] == 1024 && hi[0] == 4096, "cuda ranges: n %d", n);
+    /* too few entries: an error, and how many there are */
+    gcoll_error_clear();
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 2, &n);
+    CHECK(st == GCOLL_ERR_INVALID_ARG && n == 4 && strstr(gcoll_last_error(), "4 byte ranges"),
+          "max 2: st %d, n %d", st, n);
+    /* another collective: none */
+    k.coll = GCOLL_COLL_BCAST;
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 8, &n);
+    CHECK(st == GCOLL_SUCCESS && n == 0, "bcast: n %d", n);
+    gcoll_tune_table_fini(&t);
+
+    /* the built-in table names no mpi row */
+    gcoll_tune_table_init(&t);
+    gcoll_tune_parse(&t, gcoll_select_builtin_text(), "built-in", 0);
+    k.coll = GCOLL_COLL_ALLREDUCE;
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 8, &n);
+    CHECK(st == GCOLL_SUCCESS && n == 0, "built-in: n %d", n);
+    gcoll_tune_table_fini(&t);
+}
+
+/* The calibration's winners and rows with the MPI as a candidate, from
+ * synthetic times (us): it must be 5% faster to take a size, stays while it
+ * is faster at all, never becomes libgcoll's own winner, and its rows come
+ * first and load with the rest. */
+static void test_calib_mpi(void)
+{
+    static const size_t sizes[] = { 8, 64, 512, 4096, 32768 };
+    static const double times[5][3] = {   /* rdouble, ring, mpi */
+        { 10, 20, 9.0 },    /* 10% faster: MPI takes it */
+        { 10, 20, 9.8 },    /* 2% faster: stays (hysteresis) */
+        { 10, 20, 10.2 },   /* slower: back to libgcoll */
+        { 10, 20, 9.7 },    /* 3% faster: not enough to take a size */
+        { 20, 10, 9.0 },    /* 10% faster than ring: MPI again, to inf */
+    };
+    static gcoll_calib_sweep_t w;
+    memset(&w, 0, sizeof w);
+    w.coll = GCOLL_COLL_ALLREDUCE;
+    w.nsizes = 5;
+    w.algos[0] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "rdouble");
+    w.algos[1] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "ring");
+    w.nalgos = 2;
+    gcoll_calib_add_mpi(&w);
+    CHECK(w.nalgos == 3 && w.algos[2] == &gcoll_tune_mpi, "the MPI added as a candidate");
+    for (int s = 0; s < 5; s++) {
+        w.sizes[s] = sizes[s];
+        for (int a = 0; a < 3; a++) w.t[s][a] = times[s][a] * 1e-6;
+    }
+    gcoll_calib_pick(&w);
+    static const int want_best[5] = { 0, 0, 0, 0, 1 }, want_mpi[5] = { 1, 1, 0, 0, 1 };
+    for (int s = 0; s < 5; s++) {
+        CHECK(w.best[s] == want_best[s], "size %zu: libgcoll winner %d, want %d", sizes[s],
+              w.best[s], want_best[s]);
+        CHECK(w.mpi_best[s] == want_mpi[s], "size %zu: MPI wins %d, want %d", sizes[s],
+              w.mpi_best[s], want_mpi[s]);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gcoll_calib_write_rows(f, &w, 1, 1, 2);
+    fclose(f);
+    gcoll_tune_table_t t;
+    gcoll_tune_table_init(&t);
+    gcoll_status_t st = gcoll_tune_parse_from(&t, text, "calib", GCOLL_TUNE_FROM_CACHE);
+    CHECK(st == GCOLL_SUCCESS, "written rows load: %s\n%s", gcoll_last_error(), text);
+    CHECK(t.nrows == 4 && gcoll_tune_row_is_mpi(&t.rows[0]) && gcoll_tune_row_is_mpi(&t.rows[1]) &&
+          !gcoll_tune_row_is_mpi(&t.rows[2]), "two mpi rows, then libgcoll's:\n%s", text);
+    gcoll_tune_key_t k = { GCOLL_COLL_ALLREDUCE, 1, 2, 2, 0, 0 };
+    size_t lo[4], hi[4];
+    int n = 0;
+    st = gcoll_tune_mpi_ranges(&t, &k, GCOLL_MEM_HOST, lo, hi, 4, &n);
+    CHECK(st == GCOLL_SUCCESS && n == 2 && lo[0] == 0 && hi[0] > 64 && hi[0] <= 512 &&
+          lo[1] > 4096 && lo[1] <= 32768 && hi[1] == GCOLL_TUNE_INF_SIZE,
+          "ranges from the written rows (n %d):\n%s", n, text);
+    CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 8, 1, 2), "rdouble") &&
+          !strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 1u << 20, 1, 2), "ring"),
+          "libgcoll's own calls keep libgcoll's winners:\n%s", text);
+    free(text);
+    f = open_memstream(&text, &len);
+    gcoll_calib_write_medians(f, &w, "");
+    fclose(f);
+    CHECK(strstr(text, "*mpi=9.00") && strstr(text, " mpi=9.70"), "medians mark the MPI's wins:\n%s",
+          text);
+    free(text);
+    gcoll_tune_table_fini(&t);
+}
+
 static void test_oneline(void)
 {
     gcoll_tune_table_t t;
@@ -354,6 +505,8 @@ int main(void)
     test_builtin_equals_old_rules();
     test_rejects();
     test_matching();
+    test_mpi_rows();
+    test_calib_mpi();
     test_oneline();
     test_sizes();
     printf("test_tune: %d checks, %d failures\n", checks, failures);
