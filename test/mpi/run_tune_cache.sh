@@ -232,7 +232,7 @@ at4k=$(echo "$first" | sed -n 's/.* 4096:\([^ ]*\) .*/\1/p')
     grep -q "^test_tune_create: ok" "$DIR/out" && [ "$(selection)" = "8:$at8 4096:$at4k" ] &&
     grep -q "select allreduce 5\.\.8 B.*: $at8 (cache $mentry:[0-9]*: .*; cache $mentry:$mline names mpi: " "$DIR/err"
 check "an entry's mpi row: libgcoll's own 8 B allreduce runs the entry's row ($at8), right results" $?
-if [ "${GCOLL_TEST_DROPIN:-yes}" != no ] && [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
+if [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
     GCOLL_TUNE_CACHE=$mdir mpi 2 -x "LD_PRELOAD=$LIB" -x GCOLL_MPI_REPORT=1 \
         -x "LD_LIBRARY_PATH=$PWD/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" test/mpi/test_dropin sizes 2 255 256 4096
     rc=$?
