@@ -463,9 +463,12 @@ gcoll_status_t gcoll_compressor_reset(gcoll_compressor_t compressor);
  * recvbuf = sum (GCOLL_SUM) or mean (GCOLL_AVG) over ranks of sendbuf,
  * compressed between nodes as @p compressor says.  Collective over the
  * compressor's communicator.  @p count must be the compressor's; @p dtype
- * GCOLL_FLOAT32; host buffers (CUDA buffers: GCOLL_ERR_NOT_SUPPORTED for
- * now).  In place when sendbuf == recvbuf.  Counts as one call in
- * gcoll_comm_get_stats(), with its bytes.
+ * GCOLL_FLOAT32.  Host or CUDA device buffers: device buffers are staged
+ * through page-locked host memory (the codecs and residuals stay on the
+ * host), and the call returns once the result is in recvbuf; a build
+ * without CUDA returns GCOLL_ERR_NOT_SUPPORTED for them.  In place when
+ * sendbuf == recvbuf.  Counts as one call in gcoll_comm_get_stats(), with
+ * its bytes.
  */
 gcoll_status_t gcoll_allreduce_compressed(const void *sendbuf, void *recvbuf, size_t count,
                                           gcoll_dtype_t dtype, gcoll_op_t op,
@@ -500,9 +503,14 @@ const char *gcoll_compress_name(gcoll_compress_t kind);
  *   and not freed) returns GCOLL_ERR_INVALID_ARG and destroys nothing.
  * - The compressed allreduce is an engine task: it progresses like the
  *   others (one compressed call in flight per compressor; those of one
- *   communicator run in posting order).  CUDA buffers are accepted; they run
- *   when posted (after the communicator's earlier requests complete), so
- *   their request is complete at once: no overlap yet for device buffers.
+ *   communicator run in posting order).  CUDA buffers of the other
+ *   collectives are accepted; they run when posted (after the
+ *   communicator's earlier requests complete), so their request is complete
+ *   at once: no overlap yet for device buffers.  Those of the compressed
+ *   allreduce are copied to host memory when it is posted, the call
+ *   progresses in the background like a host one, and its last step, the
+ *   copy of the result into recvbuf, is made in the caller's gcoll_test()
+ *   or gcoll_wait(): the request is complete once the result is there.
  *
  * Progress: see the file comment and GCOLL_PROGRESS.
  */

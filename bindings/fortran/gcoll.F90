@@ -56,6 +56,19 @@
 !   completes, so the call returns GCOLL_ERR_INVALID_ARG instead.  (This
 !   needs IS_CONTIGUOUS and assumed-rank, Fortran 2018: gfortran 9 or later.)
 !
+! Gradient compression (gcoll.h's section of that name):
+!   type(gcoll_compressor_t) :: z
+!   call gcoll_compressor_create(comm, 1024, gcoll_compress_params_t(kind=GCOLL_COMPRESS_TOPK, &
+!                                topk_ratio=0.01d0), z, ierr)       ! collective
+!   call gcoll_allreduce_compressed(grad, grad, 1024, GCOLL_FLOAT32, GCOLL_SUM, z, ierr)
+!   call gcoll_compressor_destroy(z, ierr)                           ! local; z is null after
+! gcoll_compress_params_t has C's fields with C's defaults (kind NONE,
+! topk_ratio 0 for 0.01, onebit_block 0 for 2048; no_error_feedback is a
+! logical).  gcoll_iallreduce_compressed(..., compressor, request, ierr) is
+! the nonblocking form, with the nonblocking rules above; gcoll_compressor_reset
+! zeroes the residuals; gcoll_compress_name(kind) names a codec.  A negative
+! count or onebit_block is refused on every rank (the create is collective).
+!
 ! Link: mpif90 app.F90 -I$(includedir) -L$(libdir) -lgcoll_f08 -lgcoll
 ! (or pkg-config --cflags --libs gcoll_f08).  The C side of the binding is
 ! gcoll_fortran_shim.c (MPI_Comm_f2c, count checks, the one entry point of
@@ -85,6 +98,9 @@ module gcoll
     ! gcoll_op_t
     integer, parameter, public :: GCOLL_SUM = 0, GCOLL_PROD = 1, GCOLL_MIN = 2, &
         GCOLL_MAX = 3, GCOLL_AVG = 4, GCOLL_OP_COUNT = 5
+    ! gcoll_compress_t
+    integer, parameter, public :: GCOLL_COMPRESS_NONE = 0, GCOLL_COMPRESS_BF16 = 1, &
+        GCOLL_COMPRESS_TOPK = 2, GCOLL_COMPRESS_ONEBIT = 3, GCOLL_COMPRESS_COUNT = 4
 
     !> Opaque handle of a libgcoll communicator (gcoll_comm_t in C).
     type, public :: gcoll_comm_t
@@ -100,6 +116,22 @@ module gcoll
         type(c_ptr) :: ptr = c_null_ptr
     end type
     type(gcoll_request_t), parameter, public :: GCOLL_REQUEST_NULL = gcoll_request_t(c_null_ptr)
+
+    !> Opaque handle of a compressor (gcoll_compressor_t in C): null until
+    !> gcoll_compressor_create, and again after gcoll_compressor_destroy.
+    type, public :: gcoll_compressor_t
+        private
+        type(c_ptr) :: ptr = c_null_ptr
+    end type
+
+    !> Parameters of a compressor (gcoll_compress_params_t in C), with C's
+    !> defaults: set kind, keep the rest unless you mean otherwise.
+    type, public :: gcoll_compress_params_t
+        integer :: kind = GCOLL_COMPRESS_NONE
+        real(c_double) :: topk_ratio = 0          !< TOPK: fraction kept, in (0, 1]; 0 means 0.01
+        integer(c_int64_t) :: onebit_block = 0    !< ONEBIT: elements per scale; 0 means 2048
+        logical :: no_error_feedback = .false.    !< drop the residual instead of carrying it
+    end type
 
     ! The collectives of gcoll_f08_post, numbered as in gcoll_fortran_shim.c.
     integer, parameter :: NB_ALLREDUCE = 0, NB_BCAST = 1, NB_REDUCE = 2, NB_ALLGATHER = 3, &
@@ -123,6 +155,8 @@ module gcoll
     public :: gcoll_allreduce_init, gcoll_bcast_init, gcoll_reduce_init, gcoll_allgather_init
     public :: gcoll_reduce_scatter_init, gcoll_alltoall_init, gcoll_barrier_init
     public :: gcoll_start, gcoll_test, gcoll_wait, gcoll_waitall, gcoll_request_free
+    public :: gcoll_compressor_create, gcoll_compressor_destroy, gcoll_compressor_reset
+    public :: gcoll_allreduce_compressed, gcoll_iallreduce_compressed, gcoll_compress_name
     public :: operator(==), operator(/=)
 
     interface gcoll_allreduce
@@ -182,6 +216,15 @@ module gcoll
     interface gcoll_waitall
         module procedure waitall_i4, waitall_i8
     end interface
+    interface gcoll_compressor_create
+        module procedure compressor_create_i4, compressor_create_i8
+    end interface
+    interface gcoll_allreduce_compressed
+        module procedure allreduce_compressed_i4, allreduce_compressed_i8
+    end interface
+    interface gcoll_iallreduce_compressed
+        module procedure iallreduce_compressed_i4, iallreduce_compressed_i8
+    end interface
     interface operator(==)
         module procedure request_eq
     end interface
@@ -205,6 +248,10 @@ module gcoll
         type(c_ptr) function c_op_name(op) bind(c, name='gcoll_op_name')
             import :: c_ptr, c_int
             integer(c_int), value :: op
+        end function
+        type(c_ptr) function c_compress_name(kind) bind(c, name='gcoll_compress_name')
+            import :: c_ptr, c_int
+            integer(c_int), value :: kind
         end function
         integer(c_size_t) function c_dtype_size(dtype) bind(c, name='gcoll_dtype_size')
             import :: c_size_t, c_int
@@ -331,6 +378,41 @@ module gcoll
         integer(c_int) function f08_request_free(req) bind(c, name='gcoll_f08_request_free')
             import :: c_int, c_ptr
             type(c_ptr), intent(inout) :: req
+        end function
+        integer(c_int) function f08_compressor_create(comm, count, kind, topk_ratio, onebit_block, &
+                no_error_feedback, z) bind(c, name='gcoll_f08_compressor_create')
+            import :: c_int, c_int64_t, c_double, c_ptr
+            type(c_ptr), value :: comm
+            integer(c_int64_t), value :: count, onebit_block
+            integer(c_int), value :: kind, no_error_feedback
+            real(c_double), value :: topk_ratio
+            type(c_ptr), intent(out) :: z
+        end function
+        integer(c_int) function f08_compressor_destroy(z) bind(c, name='gcoll_f08_compressor_destroy')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: z
+        end function
+        integer(c_int) function f08_compressor_reset(z) bind(c, name='gcoll_f08_compressor_reset')
+            import :: c_int, c_ptr
+            type(c_ptr), value :: z
+        end function
+        integer(c_int) function f08_allreduce_compressed(s, r, count, dtype, op, z) &
+                bind(c, name='gcoll_f08_allreduce_compressed')
+            import :: c_int, c_int64_t, c_ptr
+            type(*), dimension(*), intent(in) :: s
+            type(*), dimension(*) :: r
+            integer(c_int64_t), value :: count
+            integer(c_int), value :: dtype, op
+            type(c_ptr), value :: z
+        end function
+        integer(c_int) function f08_iallreduce_compressed(s, r, count, dtype, op, z, req) &
+                bind(c, name='gcoll_f08_iallreduce_compressed')
+            import :: c_int, c_int64_t, c_ptr
+            type(c_ptr), value :: s, r
+            integer(c_int64_t), value :: count
+            integer(c_int), value :: dtype, op
+            type(c_ptr), value :: z
+            type(c_ptr), intent(out) :: req
         end function
     end interface
 
@@ -617,8 +699,24 @@ contains
         type(*), dimension(..), target, asynchronous, optional :: recvbuf
         character(len=*), intent(in), optional :: rname
         type(c_ptr) :: s, r
+        if (.not. addresses(fn, ierr, s, r, sendbuf, recvbuf, rname)) return
+        call finish(f08_post(int(coll, c_int), int(persistent, c_int), s, r, count, int(dtype, c_int), &
+                             int(op, c_int), int(root, c_int), comm%ptr, request%ptr), ierr, fn)
+    end subroutine
+
+    !> s, r = the addresses of sendbuf and recvbuf (NULL where absent) for a
+    !> nonblocking call, once each is known to be contiguous; else false, the
+    !> failure handed to ierr (rname names recvbuf in its sentence).
+    logical function addresses(fn, ierr, s, r, sendbuf, recvbuf, rname)
+        character(len=*), intent(in) :: fn
+        integer, optional, intent(out) :: ierr
+        type(c_ptr), intent(out) :: s, r
+        type(*), dimension(..), target, asynchronous, intent(in), optional :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
+        character(len=*), intent(in), optional :: rname
         s = c_null_ptr
         r = c_null_ptr
+        addresses = .false.
         if (present(sendbuf)) then
             if (.not. located(sendbuf, s)) then
                 call finish(f08_fail(fn//c_null_char, 'sendbuf'//c_null_char), ierr, fn)
@@ -631,9 +729,8 @@ contains
                 return
             end if
         end if
-        call finish(f08_post(int(coll, c_int), int(persistent, c_int), s, r, count, int(dtype, c_int), &
-                             int(op, c_int), int(root, c_int), comm%ptr, request%ptr), ierr, fn)
-    end subroutine
+        addresses = .true.
+    end function
 
     !> p = the address of buf, which stays valid after the call returns; false
     !> when buf is not contiguous (its actual argument would be a copy).  A
@@ -988,5 +1085,101 @@ contains
         type(gcoll_request_t), intent(out) :: request
         integer, optional, intent(out) :: ierr
         call alltoall_init_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, comm, request, ierr)
+    end subroutine
+
+    ! --------------------------------------------------- gradient compression --
+
+    !> Name of a codec ("topk"), or "unknown".
+    function gcoll_compress_name(kind) result(s)
+        integer, intent(in) :: kind
+        character(len=:), allocatable :: s
+        s = c_to_f(c_compress_name(int(kind, c_int)))
+    end function
+
+    !> A compressor for tensors of count float32 elements on comm.  Collective:
+    !> every rank passes the same count and params.
+    subroutine compressor_create_i8(comm, count, params, compressor, ierr)
+        type(gcoll_comm_t), intent(in) :: comm
+        integer(c_int64_t), intent(in) :: count
+        type(gcoll_compress_params_t), intent(in) :: params
+        type(gcoll_compressor_t), intent(out) :: compressor
+        integer, optional, intent(out) :: ierr
+        integer(c_int) :: no_ef
+        no_ef = merge(1_c_int, 0_c_int, params%no_error_feedback)
+        call finish(f08_compressor_create(comm%ptr, count, int(params%kind, c_int), params%topk_ratio, &
+                                          params%onebit_block, no_ef, compressor%ptr), &
+                    ierr, 'gcoll_compressor_create')
+    end subroutine
+    subroutine compressor_create_i4(comm, count, params, compressor, ierr)
+        type(gcoll_comm_t), intent(in) :: comm
+        integer, intent(in) :: count
+        type(gcoll_compress_params_t), intent(in) :: params
+        type(gcoll_compressor_t), intent(out) :: compressor
+        integer, optional, intent(out) :: ierr
+        call compressor_create_i8(comm, int(count, c_int64_t), params, compressor, ierr)
+    end subroutine
+
+    !> Free a compressor (local, on every rank); it is null afterwards.
+    subroutine gcoll_compressor_destroy(compressor, ierr)
+        type(gcoll_compressor_t), intent(inout) :: compressor
+        integer, optional, intent(out) :: ierr
+        integer(c_int) :: st
+        st = f08_compressor_destroy(compressor%ptr)
+        if (st == GCOLL_SUCCESS) compressor%ptr = c_null_ptr
+        call finish(st, ierr, 'gcoll_compressor_destroy')
+    end subroutine
+
+    !> Zero the error-feedback residuals.
+    subroutine gcoll_compressor_reset(compressor, ierr)
+        type(gcoll_compressor_t), intent(in) :: compressor
+        integer, optional, intent(out) :: ierr
+        call finish(f08_compressor_reset(compressor%ptr), ierr, 'gcoll_compressor_reset')
+    end subroutine
+
+    !> recvbuf = sum (or mean) over ranks of sendbuf (float32), compressed
+    !> between nodes as compressor says.  In place: same array.
+    subroutine allreduce_compressed_i8(sendbuf, recvbuf, count, dtype, op, compressor, ierr)
+        type(*), dimension(*), intent(in) :: sendbuf
+        type(*), dimension(*) :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op
+        type(gcoll_compressor_t), intent(in) :: compressor
+        integer, optional, intent(out) :: ierr
+        call finish(f08_allreduce_compressed(sendbuf, recvbuf, count, int(dtype, c_int), int(op, c_int), &
+                                             compressor%ptr), ierr, 'gcoll_allreduce_compressed')
+    end subroutine
+    subroutine allreduce_compressed_i4(sendbuf, recvbuf, count, dtype, op, compressor, ierr)
+        type(*), dimension(*), intent(in) :: sendbuf
+        type(*), dimension(*) :: recvbuf
+        integer, intent(in) :: count, dtype, op
+        type(gcoll_compressor_t), intent(in) :: compressor
+        integer, optional, intent(out) :: ierr
+        call allreduce_compressed_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, op, compressor, ierr)
+    end subroutine
+
+    !> Nonblocking gcoll_allreduce_compressed: its arguments, then the request.
+    subroutine iallreduce_compressed_i8(sendbuf, recvbuf, count, dtype, op, compressor, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op
+        type(gcoll_compressor_t), intent(in) :: compressor
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        character(len=*), parameter :: fn = 'gcoll_iallreduce_compressed'
+        type(c_ptr) :: s, r
+        if (.not. addresses(fn, ierr, s, r, sendbuf, recvbuf, 'recvbuf')) return
+        call finish(f08_iallreduce_compressed(s, r, count, int(dtype, c_int), int(op, c_int), &
+                                              compressor%ptr, request%ptr), ierr, fn)
+    end subroutine
+    subroutine iallreduce_compressed_i4(sendbuf, recvbuf, count, dtype, op, compressor, request, ierr)
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: count, dtype, op
+        type(gcoll_compressor_t), intent(in) :: compressor
+        type(gcoll_request_t), intent(out) :: request
+        integer, optional, intent(out) :: ierr
+        call iallreduce_compressed_i8(sendbuf, recvbuf, int(count, c_int64_t), dtype, op, compressor, &
+                                      request, ierr)
     end subroutine
 end module gcoll

@@ -8,6 +8,8 @@
  * - pass a negative count: Fortran has no unsigned integers, and a negative
  *   default integer converted to size_t would ask libgcoll for ~2^64
  *   elements.  Counts arrive here as int64_t and are checked.
+ * And it builds gcoll_compress_params_t from the module's fields (a
+ * Fortran logical is no C int).
  *
  * Failures found here get a sentence of their own, kept per thread;
  * gcoll_f08_last_error() returns it while it is the newest failure, else
@@ -217,4 +219,57 @@ int gcoll_f08_request_free(gcoll_request_t *req)
 {
     shim_error[0] = '\0';
     return gcoll_request_free(req);
+}
+
+/* ---- gradient compression ------------------------------------------------ */
+
+/* gcoll_compressor_create is collective and refuses bad parameters on every
+ * rank alike: a negative count or onebit_block (which C's size_t cannot
+ * hold) is still taken into that agreement, as a kind C refuses, so a rank
+ * that passed one does not leave the others waiting in it. */
+int gcoll_f08_compressor_create(gcoll_comm_t comm, int64_t count, int kind, double topk_ratio,
+                                int64_t onebit_block, int no_error_feedback,
+                                gcoll_compressor_t *z)
+{
+    gcoll_compress_params_t p = { (gcoll_compress_t)kind, topk_ratio, (size_t)onebit_block,
+                                  no_error_feedback };
+    int negative = count < 0 || onebit_block < 0;
+    shim_error[0] = '\0';
+    *z = NULL;
+    if (negative) p.kind = GCOLL_COMPRESS_COUNT;
+    gcoll_status_t st = gcoll_compressor_create(comm, negative ? 0 : (size_t)count, &p, z);
+    if (!negative) return st;
+    return shim_fail("gcoll_compressor_create: %s is %lld, must be >= 0",
+                     count < 0 ? "count" : "onebit_block",
+                     (long long)(count < 0 ? count : onebit_block));
+}
+
+int gcoll_f08_compressor_destroy(gcoll_compressor_t z)
+{
+    shim_error[0] = '\0';
+    return gcoll_compressor_destroy(z);
+}
+
+int gcoll_f08_compressor_reset(gcoll_compressor_t z)
+{
+    shim_error[0] = '\0';
+    return gcoll_compressor_reset(z);
+}
+
+int gcoll_f08_allreduce_compressed(const void *s, void *r, int64_t count, int dtype, int op,
+                                   gcoll_compressor_t z)
+{
+    SHIM_COUNT("gcoll_allreduce_compressed", "count", count);
+    return gcoll_allreduce_compressed(s, r, (size_t)count, (gcoll_dtype_t)dtype, (gcoll_op_t)op,
+                                      z);
+}
+
+/* The module has checked that the buffers are contiguous (see gcoll_f08_post). */
+int gcoll_f08_iallreduce_compressed(const void *s, void *r, int64_t count, int dtype, int op,
+                                    gcoll_compressor_t z, gcoll_request_t *req)
+{
+    *req = GCOLL_REQUEST_NULL;
+    SHIM_COUNT("gcoll_iallreduce_compressed", "count", count);
+    return gcoll_iallreduce_compressed(s, r, (size_t)count, (gcoll_dtype_t)dtype, (gcoll_op_t)op,
+                                       z, req);
 }

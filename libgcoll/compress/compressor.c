@@ -33,7 +33,14 @@
  * line up; every rank is then its own "node" (level 1 and 3 vanish, the
  * rail is the whole communicator): still correct, with intra-node traffic
  * compressed as well.  Residuals belong to the share, so a compressor is
- * tied to one tensor, one communicator and this partition. */
+ * tied to one tensor, one communicator and this partition.
+ *
+ * CUDA buffers are staged through page-locked host memory, as coll.c stages
+ * the collectives the device path does not serve (gcoll_stage_layout): the
+ * source is copied into the compressor's host image when the call is
+ * posted, the levels, codecs and residuals run on the host, and the task's
+ * last stage copies the result into the device recvbuf.  Codecs as device
+ * kernels are not written yet. */
 /* The residual, owner-sum and decode loops run over whole gradients: O3 so
  * gcc 12 vectorizes them, as the codecs and core/reduce.c (BF16 at 4 MiB,
  * 4 ranks as 2 nodes: 11.6 ms at the library's -O2, 6.5 ms at O3). */
@@ -78,13 +85,18 @@ struct gcoll_compressor {
     float                  *owner_resid; /* two-phase: chunk, the owner's error feedback */
     unsigned char          *payload;    /* gather: rail size * stride; two-phase: see
                                          * bf16_pre and two_phase_pre */
+    void                   *stage;      /* page-locked images of device buffers (made by
+                                         * the first call on them), this compressor's own:
+                                         * several compressors' calls may be in flight */
+    size_t                  stage_size;
     /* The call in flight (one at a time per communicator: engine tasks of
      * one communicator run in posting order). */
     struct {
         struct gcoll_request *req, *child;
         struct gcoll_request *posted;   /* the last call's request (see compressor_busy) */
         const float          *src;
-        float                *dst, *buf, *x;
+        float                *dst, *buf, *x;   /* dst: recvbuf's host image if staged */
+        void                 *dev_dst;  /* the device recvbuf to copy dst into, or NULL */
         gcoll_op_t            op;
         int                   direct, stage;
         gcoll_stats_t         node0, rail0;
@@ -108,6 +120,7 @@ static void compressor_free(gcoll_compressor_t c)
     free(c->resid);
     free(c->owner_resid);
     free(c->payload);
+    gcoll_cuda_host_free(c->stage);
     free(c);
 }
 
@@ -460,10 +473,8 @@ static gcoll_status_t check_call(gcoll_compressor_t c, const void *sendbuf, void
     if (count && (!sendbuf || !recvbuf))
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", fn,
                            sendbuf ? "recvbuf" : "sendbuf", count);
-    if (count && (gcoll_memtype_of(sendbuf) == GCOLL_MEM_CUDA ||
-                  gcoll_memtype_of(recvbuf) == GCOLL_MEM_CUDA))
-        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: CUDA buffers are not supported yet "
-                           "(host buffers only)", fn);
+    if (count) GCOLL_TRY(gcoll_memtype_servable(fn, "sendbuf", sendbuf));
+    if (count && recvbuf != sendbuf) GCOLL_TRY(gcoll_memtype_servable(fn, "recvbuf", recvbuf));
     return GCOLL_SUCCESS;
 }
 
@@ -474,7 +485,8 @@ static gcoll_status_t check_call(gcoll_compressor_t c, const void *sendbuf, void
  *   stage 1  rail stage 0: encode, post the rail exchange's first collective
  *   stage 2  rail stage 1 (two-phase: the owner's work, post its allgather)
  *   stage 3  rail stage 2: decode into x; node allgather (a child)
- *   stage 4  unpad, AVG, fold the levels' counters: done
+ *   stage 4  unpad, AVG, fold the levels' counters, copy a staged result
+ *            into the device recvbuf (in the caller's thread): done
  * Each stage waits for the child the previous one posted.  Children are
  * ordinary requests on the shared sub-communicators, posted in the same
  * order on every rank because tasks of one communicator run in order. */
@@ -521,7 +533,7 @@ static gcoll_status_t stage_levels(gcoll_compressor_t c)
     return GCOLL_SUCCESS;
 }
 
-static void stage_finish(gcoll_compressor_t c)
+static gcoll_status_t stage_finish(gcoll_compressor_t c)
 {
     if (!c->call.direct) memcpy(c->call.dst, c->work, c->count * sizeof(float));
     if (c->call.op == GCOLL_AVG)
@@ -529,6 +541,11 @@ static void stage_finish(gcoll_compressor_t c)
     gcoll_stats_t node1 = c->node ? c->node->stats : c->call.node0;
     add_stats(&c->comm->stats, &node1, &c->call.node0);
     add_stats(&c->comm->stats, &c->rail->stats, &c->call.rail0);
+    /* complete means in the device recvbuf (a copy from page-locked memory
+     * returns when it is done) */
+    return c->call.dev_dst ? gcoll_cuda_from_host(c->call.dev_dst, c->call.dst,
+                                                  c->count * sizeof(float))
+                           : GCOLL_SUCCESS;
 }
 
 static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *advanced)
@@ -538,6 +555,14 @@ static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *adv
     *done = 0;
     if (c->call.stage == 0 && !gcoll_engine_task_turn(r)) return GCOLL_SUCCESS;
     gcoll_status_t st = child_done(c, &ready);
+    if (st == GCOLL_SUCCESS && ready && c->call.stage == 4 && c->call.dev_dst &&
+        gcoll_engine_in_thread()) {
+        /* the copy into device memory is the caller's, in its test or wait:
+         * the progress thread has no CUDA device of its own, and its first
+         * CUDA call would make a context on device 0 in every process */
+        gcoll_engine_leave_to_caller(r);
+        return GCOLL_SUCCESS;
+    }
     if (st == GCOLL_SUCCESS && ready) {
         *advanced = 1;
         int s0 = c->call.stage++;
@@ -557,7 +582,7 @@ static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *adv
                 c->call.stage = 4;
             }
         } else {
-            stage_finish(c);
+            st = stage_finish(c);
             *done = 1;
         }
     }
@@ -573,15 +598,39 @@ static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *adv
     return st;
 }
 
-/* Post the task for one call (the compressor's buffers belong to it until
- * it completes: one call in flight per compressor). */
-static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf, void *recvbuf,
-                                      gcoll_op_t op, struct gcoll_request **out)
+/* Device buffers (either, or both) get host images laid out as coll.c lays
+ * out its staged calls' (gcoll_stage_layout: one image when in place); the
+ * source is copied in now, in the caller's thread, after the work the
+ * caller queued on the default stream.  A host buffer is used as it is. */
+static gcoll_status_t stage_device(gcoll_compressor_t c, const void **src, void **dst)
+{
+    size_t bytes = c->count * sizeof(float);
+    int dev_src = gcoll_memtype_of(*src) == GCOLL_MEM_CUDA;
+    int dev_dst = gcoll_memtype_of(*dst) == GCOLL_MEM_CUDA;
+    c->call.dev_dst = NULL;
+    if (!dev_src && !dev_dst) return GCOLL_SUCCESS;
+    gcoll_stage_layout_t l;
+    gcoll_stage_layout(dev_src ? *src : NULL, dev_src ? bytes : 0, dev_dst ? *dst : NULL,
+                       dev_dst ? bytes : 0, &l);
+    GCOLL_TRY(gcoll_cuda_host_reserve(&c->stage, &c->stage_size, l.need));
+    char *base = c->stage;
+    if (l.has_send) {   /* in place: inside the recv image, which is the source */
+        GCOLL_TRY(gcoll_cuda_to_host(base + l.send_off, *src, bytes));
+        *src = base + l.send_off;
+    }
+    if (l.has_recv) {   /* written whole by the call: nothing to copy in */
+        c->call.dev_dst = *dst;
+        *dst = base + l.recv_off;
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* Stage, then post the task for one call. */
+static gcoll_status_t task_post(gcoll_compressor_t c, const void *sendbuf, void *recvbuf,
+                                gcoll_op_t op, struct gcoll_request **out)
 {
     struct gcoll_request *r;
-    if (compressor_busy(c))
-        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce_compressed: the compressor "
-                           "already has a call in flight (wait for it first)");
+    GCOLL_TRY(stage_device(c, &sendbuf, &recvbuf));
     gcoll_engine_lock();
     gcoll_status_t st = gcoll_request_get(c->comm, &r);
     if (st != GCOLL_SUCCESS) {
@@ -601,6 +650,19 @@ static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf,
     gcoll_engine_unlock();
     *out = r;
     return GCOLL_SUCCESS;
+}
+
+/* One call (the compressor's buffers belong to it until it completes: one
+ * call in flight per compressor).  A failure here, on this rank alone (a
+ * copy, memory), revokes the communicator: the peers' tasks would wait for
+ * this rank's part for ever. */
+static gcoll_status_t compressed_post(gcoll_compressor_t c, const void *sendbuf, void *recvbuf,
+                                      gcoll_op_t op, struct gcoll_request **out)
+{
+    if (compressor_busy(c))
+        return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_allreduce_compressed: the compressor "
+                           "already has a call in flight (wait for it first)");
+    return gcoll_coll_failed(c->comm, task_post(c, sendbuf, recvbuf, op, out));
 }
 
 /* count 0: nothing moves, the call still counts. */

@@ -62,19 +62,11 @@ static gcoll_status_t validate(gcoll_comm_t comm, const call_t *k, size_t *src_b
                            k->count);
     if (k->coll == GCOLL_COLL_ALLTOALL && *src_bytes && k->sendbuf == k->recvbuf)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: in-place alltoall is not supported", k->fn);
-#ifndef HAVE_CUDA
-    /* Device buffers cannot be served here and must not be read as host
-     * memory (gcoll.h); the driver tells them apart (core/memtype.h). */
-    int dev_send = *src_bytes && gcoll_memtype_of(k->sendbuf) == GCOLL_MEM_CUDA;
-    int dev_recv = !dev_send && *dst_bytes && recv_needed && k->recvbuf != k->sendbuf &&
-                   gcoll_memtype_of(k->recvbuf) == GCOLL_MEM_CUDA;
-    if (dev_send || dev_recv)
-        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: %s %p is CUDA device memory, but this "
-                           "libgcoll was built without CUDA (configure --with-cuda)", k->fn,
-                           dev_send ? (k->coll == GCOLL_COLL_BCAST ? "buf" : "sendbuf")
-                                    : "recvbuf",
-                           dev_send ? k->sendbuf : k->recvbuf);
-#endif
+    if (*src_bytes)   /* a build without CUDA refuses device buffers */
+        GCOLL_TRY(gcoll_memtype_servable(k->fn, k->coll == GCOLL_COLL_BCAST ? "buf" : "sendbuf",
+                                         k->sendbuf));
+    if (*dst_bytes && recv_needed && k->recvbuf != k->sendbuf)
+        GCOLL_TRY(gcoll_memtype_servable(k->fn, "recvbuf", k->recvbuf));
     /* The buffers may overlap only in the in-place form of gcoll.h: the
      * schedules read sendbuf while they write recvbuf, so any other overlap
      * (allgather's sendbuf == recvbuf on a rank other than 0, say) would
@@ -231,12 +223,11 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
         }
         gcoll_request_put(r);
     }
-    gcoll_engine_unlock();   /* a failure before the wait: the caller revokes (failed()) */
+    gcoll_engine_unlock();   /* failed before the wait: the caller revokes (gcoll_coll_failed) */
     return st;
 }
 
-/* A call failed here after its arguments were checked: revoke comm. */
-static gcoll_status_t failed(gcoll_comm_t comm, gcoll_status_t st)
+gcoll_status_t gcoll_coll_failed(gcoll_comm_t comm, gcoll_status_t st)
 {
     if (st == GCOLL_SUCCESS) return st;
     char why[512];
@@ -427,7 +418,7 @@ static gcoll_status_t coll_start(gcoll_comm_t comm, const call_t *k)
     gcoll_error_clear();
     GCOLL_TRY(check_call(comm, k, &sh));
     GCOLL_TRY(gcoll_comm_usable(comm));
-    return failed(comm, eager(k, &sh) ? run_eager(comm, k, &sh) : run_host(comm, k));
+    return gcoll_coll_failed(comm, eager(k, &sh) ? run_eager(comm, k, &sh) : run_host(comm, k));
 }
 
 /* ---- nonblocking and persistent requests --------------------------------- */
@@ -447,7 +438,8 @@ static void request_start(struct gcoll_request *r)
         shape_t sh;
         gcoll_status_t st = call_shape(r->comm, &r->call, &sh);   /* checked at post */
         if (st == GCOLL_SUCCESS) st = gcoll_comm_usable(r->comm);
-        if (st == GCOLL_SUCCESS) st = failed(r->comm, run_eager(r->comm, &r->call, &sh));
+        if (st == GCOLL_SUCCESS)
+            st = gcoll_coll_failed(r->comm, run_eager(r->comm, &r->call, &sh));
         gcoll_engine_lock();
         r->status = st;
         if (st != GCOLL_SUCCESS) snprintf(r->err, sizeof(r->err), "%s", gcoll_last_error());
@@ -485,7 +477,7 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
         if (st != GCOLL_SUCCESS) gcoll_request_put(r);
     }
     gcoll_engine_unlock();
-    if (st != GCOLL_SUCCESS) return failed(comm, st);
+    if (st != GCOLL_SUCCESS) return gcoll_coll_failed(comm, st);
     if (!persistent) request_start(r);
     *out = r;
     return GCOLL_SUCCESS;

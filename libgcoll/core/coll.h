@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What the public calls (coll.c) offer inside the library: posting a child
- * collective from an engine task. */
+/* What the public calls (coll.c) offer inside the library: the staged
+ * path's layout, revoking after a failure, posting a child collective from
+ * an engine task. */
 #ifndef GCOLL_COLL_H
 #define GCOLL_COLL_H
 
@@ -25,6 +26,12 @@ typedef struct {
 
 void gcoll_stage_layout(const void *sendbuf, size_t sbytes, const void *recvbuf, size_t dbytes,
                         gcoll_stage_layout_t *l);
+
+/* A call failed on this rank after its arguments were checked (st, with
+ * its sentence in force): revoke comm, so that no peer waits for this rank
+ * for ever (core/failure.h), and hand st back with its sentence.  Not under
+ * the engine lock.  GCOLL_SUCCESS passes through. */
+gcoll_status_t gcoll_coll_failed(struct gcoll_comm *comm, gcoll_status_t st);
 
 /* Under the engine lock, from a task: post collective k on comm (a
  * sub-communicator) as a regular request on the engine's list.  The task

@@ -403,15 +403,7 @@ gcoll_status_t gcoll_comm_zcopy_stats(gcoll_comm_t comm, uint64_t *taken, uint64
 
 gcoll_status_t gcoll_comm_stage(gcoll_comm_t comm, size_t bytes, void **stage)
 {
-    if (bytes > comm->stage_size || !comm->stage) {   /* !stage: bytes may be 0 */
-        void *p = gcoll_cuda_host_alloc(bytes);
-        if (!p)
-            return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of page-locked "
-                               "host memory to stage device buffers", bytes);
-        gcoll_cuda_host_free(comm->stage);
-        comm->stage      = p;
-        comm->stage_size = bytes;
-    }
+    GCOLL_TRY(gcoll_cuda_host_reserve(&comm->stage, &comm->stage_size, bytes));
     *stage = comm->stage;
     return GCOLL_SUCCESS;
 }

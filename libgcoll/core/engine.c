@@ -254,6 +254,13 @@ int gcoll_engine_task_turn(const struct gcoll_request *r)
     return 1;
 }
 
+void gcoll_engine_leave_to_caller(struct gcoll_request *r)
+{
+    if (r->caller_only) return;
+    r->caller_only = 1;   /* complete() no longer counts it for the thread */
+    eng.nthread--;
+}
+
 gcoll_status_t gcoll_engine_drain(struct gcoll_comm *comm)
 {
     gcoll_status_t first = GCOLL_SUCCESS;

@@ -53,6 +53,11 @@ void gcoll_engine_post_task(struct gcoll_request *r);
  * post on shared sub-communicators come in the same order on every rank. */
 int gcoll_engine_task_turn(const struct gcoll_request *r);
 
+/* Under the lock, from task r in the progress thread: what is left of r is
+ * the caller's to run (in its gcoll_test/gcoll_wait), not the thread's: a
+ * copy into device memory, say, which needs the caller's CUDA device. */
+void gcoll_engine_leave_to_caller(struct gcoll_request *r);
+
 /* Mode in force, for gcoll_info and logs: "caller" or "thread". */
 const char *gcoll_engine_mode(void);
 

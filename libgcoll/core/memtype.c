@@ -166,3 +166,32 @@ gcoll_status_t gcoll_cuda_from_host(void *dev, const void *host, size_t bytes)
     return gcoll_cuda_to_host(dev, host, bytes);
 }
 #endif
+
+gcoll_status_t gcoll_cuda_host_reserve(void **area, size_t *size, size_t bytes)
+{
+    if (bytes > *size || !*area) {   /* !*area: bytes may be 0 */
+        void *p = gcoll_cuda_host_alloc(bytes);
+        if (!p)
+            return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu bytes of page-locked "
+                               "host memory to stage device buffers", bytes);
+        gcoll_cuda_host_free(*area);
+        *area = p;
+        *size = bytes;
+    }
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_memtype_servable(const char *fn, const char *name, const void *ptr)
+{
+#ifndef HAVE_CUDA
+    /* Device buffers cannot be served here and must not be read as host
+     * memory (gcoll.h); the driver tells them apart (memtype.h). */
+    if (gcoll_memtype_of(ptr) == GCOLL_MEM_CUDA)
+        return GCOLL_ERROR(GCOLL_ERR_NOT_SUPPORTED, "%s: %s %p is CUDA device memory, but this "
+                           "libgcoll was built without CUDA (configure --with-cuda)", fn, name,
+                           ptr);
+#else
+    (void)fn; (void)name; (void)ptr;
+#endif
+    return GCOLL_SUCCESS;
+}

@@ -47,6 +47,17 @@ int gcoll_cuda_device_count(void);
 void *gcoll_cuda_host_alloc(size_t bytes);
 void gcoll_cuda_host_free(void *p);
 
+/* A kept page-locked area (*area of *size bytes, NULL and 0 at first) grown
+ * to at least bytes: the staging images of the communicator (coll.c) and of
+ * each compressor (several compressors' calls may be in flight at once).
+ * GCOLL_ERR_NO_MEMORY with a sentence where it cannot be had. */
+gcoll_status_t gcoll_cuda_host_reserve(void **area, size_t *size, size_t bytes);
+
+/* GCOLL_ERR_NOT_SUPPORTED with a sentence (fn: name is CUDA device memory,
+ * but this libgcoll was built without CUDA) where ptr is device memory and
+ * the build cannot serve it; GCOLL_SUCCESS otherwise (always with CUDA). */
+gcoll_status_t gcoll_memtype_servable(const char *fn, const char *name, const void *ptr);
+
 /* Copy between a CUDA buffer and host memory (cudaMemcpy, default stream). */
 gcoll_status_t gcoll_cuda_to_host(void *host, const void *dev, size_t bytes);
 gcoll_status_t gcoll_cuda_from_host(void *dev, const void *host, size_t bytes);

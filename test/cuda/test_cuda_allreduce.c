@@ -6,6 +6,9 @@
  * reduction order cannot matter; fp16/bf16 (which MPI lacks) are compared
  * with MPI's float32 result of the same integers, rounded once.
  *
+ * Then gcoll_allreduce_compressed on device buffers against a host twin
+ * (compressed_case).
+ *
  * GCOLL_TEST_EXPECT_IPC=1 (or -1) also asserts that the CUDA IPC path was
  * (or was not) the one that ran: run_cuda.sh sets it per node shape.
  *
@@ -223,6 +226,79 @@ static void stats_counted(gcoll_comm_t comm)
     free(h);
 }
 
+/* gcoll_allreduce_compressed on device buffers (staged through page-locked
+ * host memory, the codecs on the host) against a twin compressor fed host
+ * copies of the same inputs, bit for bit, step after step, so the
+ * residuals must evolve alike: blocking and nonblocking, in place and not,
+ * SUM and AVG, and (where the call compresses: several nodes) a host
+ * sendbuf into a device recvbuf and back.  On one node the compressor is
+ * the exact allreduce, i.e. the device path above. */
+enum { COMPRESSED_STEPS = 6 };
+
+static int compressed_step(gcoll_compressor_t z, int form, const float *h, float *d_src,
+                           float *d_dst, float *h_dst, size_t n, gcoll_op_t op)
+{
+    size_t bytes = n * sizeof(float);
+    const void *s = form == 4 ? (const void *)h : d_src;
+    void *r = form == 1 || form == 3 ? (void *)d_src : form == 5 ? (void *)h_dst : d_dst;
+    /* the collective runs whatever the copy did: a rank that skipped it
+     * would leave the others waiting */
+    int ok = CUDA_OK(cudaMemcpy(d_src, h, bytes, cudaMemcpyHostToDevice));
+    if (form == 2 || form == 3) {   /* nonblocking: test until done, as an application would */
+        gcoll_request_t req;
+        int done = 0;
+        ok &= GCOLL_OK(gcoll_iallreduce_compressed(s, r, n, GCOLL_FLOAT32, op, z, &req));
+        while (ok && !done) ok &= GCOLL_OK(gcoll_test(&req, &done));
+    } else {
+        ok &= GCOLL_OK(gcoll_allreduce_compressed(s, r, n, GCOLL_FLOAT32, op, z));
+    }
+    return ok && (r == h_dst || CUDA_OK(cudaMemcpy(h_dst, r, bytes, cudaMemcpyDeviceToHost)));
+}
+
+static void compressed_case(gcoll_comm_t comm, gcoll_compress_t kind, size_t n)
+{
+    static const char *const forms[] = { "device", "device in place", "nonblocking device",
+                                         "nonblocking device in place", "host into device",
+                                         "device into host" };
+    size_t bytes = n * sizeof(float);
+    float *h = malloc(bytes), *ref = malloc(bytes), *got = malloc(bytes);
+    float *d_src = NULL, *d_dst = NULL;
+    gcoll_compress_params_t p = { .kind = kind };
+    gcoll_compressor_t on_dev = NULL, on_host = NULL;
+    /* collective: every rank makes both, whatever the other did */
+    /* agreed on every rank alike (gcoll_compressor_create is collective) */
+    int made = GCOLL_OK(gcoll_compressor_create(comm, n, &p, &on_dev));
+    made &= GCOLL_OK(gcoll_compressor_create(comm, n, &p, &on_host));
+    CUDA_OK(cudaMalloc((void **)&d_src, bytes + 1));
+    CUDA_OK(cudaMalloc((void **)&d_dst, bytes + 1));
+    int nforms = comm->nnodes > 1 ? 6 : 4;
+    for (int step = 0; made && step < COMPRESSED_STEPS; step++) {
+        int form = step % nforms;
+        gcoll_op_t op = step % 2 ? GCOLL_AVG : GCOLL_SUM;
+        fill(h, n, GCOLL_FLOAT32, rank + size * step);
+        /* plus k/256: 9 significant bits, more than bf16 holds (so BF16 is
+         * lossy too), while sums stay exact in float32, so the exact paths
+         * (one node: the device path against the host's) agree in any order */
+        for (size_t i = 0; i < n; i++) h[i] += (float)((int)((i + step) % 5) - 2) / 256.0f;
+        int ok = GCOLL_OK(gcoll_allreduce_compressed(h, ref, n, GCOLL_FLOAT32, op, on_host));
+        memset(got, 0, bytes);
+        ok &= compressed_step(on_dev, form, h, d_src, d_dst, got, n, op);
+        checks++;
+        if (!ok) {
+            FAIL("compressed %s count=%zu step %d (%s): did not run", gcoll_compress_name(kind), n,
+                 step, forms[form]);
+        } else if (memcmp(got, ref, bytes)) {
+            FAIL("compressed %s count=%zu step %d (%s): differs from the host twin",
+                 gcoll_compress_name(kind), n, step, forms[form]);
+        }
+    }
+    GCOLL_OK(gcoll_compressor_destroy(on_dev));
+    GCOLL_OK(gcoll_compressor_destroy(on_host));
+    CUDA_OK(cudaFree(d_src));
+    CUDA_OK(cudaFree(d_dst));
+    free(h), free(ref), free(got);
+}
+
 static int probe(void)
 {
     int ndev = 0;
@@ -275,6 +351,10 @@ int main(int argc, char **argv)
     one_case(comm, GCOLL_FLOAT16, GCOLL_MAX, 4099, 0, 3);
     mixed_buffers(comm);
     stats_counted(comm);
+    for (int kind = GCOLL_COMPRESS_NONE; kind < GCOLL_COMPRESS_COUNT; kind++) {
+        compressed_case(comm, (gcoll_compress_t)kind, 1000);
+        compressed_case(comm, (gcoll_compress_t)kind, 65537);   /* padded shares */
+    }
 
     const char *expect = getenv("GCOLL_TEST_EXPECT_IPC");
     if (expect && *expect) {

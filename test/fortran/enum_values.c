@@ -17,6 +17,8 @@ int gcoll_test_enum_values(int *v, int cap)
         GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64, GCOLL_DTYPE_COUNT,
         GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG, GCOLL_OP_COUNT,
         (int)sizeof(gcoll_stats_t),
+        GCOLL_COMPRESS_NONE, GCOLL_COMPRESS_BF16, GCOLL_COMPRESS_TOPK, GCOLL_COMPRESS_ONEBIT,
+        GCOLL_COMPRESS_COUNT,
     };
     int n = (int)(sizeof(c) / sizeof(c[0]));
     for (int i = 0; i < n && i < cap; i++) v[i] = c[i];

@@ -16,7 +16,15 @@
 ! the C header, the stats counters (one call per completed request), and
 ! bad input (each must return GCOLL_ERR_INVALID_ARG with a sentence in
 ! gcoll_last_error, non-contiguous buffers of nonblocking calls included,
-! and the communicator must still work).
+! and the communicator must still work).  Last, the compressor calls on a
+! communicator of one rank per node (GCOLL_NODE_SIZE=1, so the inter-node
+! step compresses from 2 ranks on) against references computed here: BF16
+! on small integers and TopK at ratio 1 are exact, blocking, nonblocking
+! and in place; 1-bit's error feedback changes the next output for the
+! same input (and without it the output does not change, and after
+! gcoll_compressor_reset it is the first one again), and brings the mean of
+! 100 outputs at least twice as close to the exact sum; bad parameters are
+! refused with the right ierr.
 !
 ! Prints "test_bindings: N ranks: ok (K checks on rank 0, M on all ranks)" and
 ! exits 0, or lists the failures and exits 1.
@@ -31,6 +39,15 @@ program test_bindings
             import :: c_int
             integer(c_int), intent(out) :: v(*)
             integer(c_int), value :: cap
+        end function
+        integer(c_int) function c_setenv(name, value, overwrite) bind(c, name='setenv')
+            import :: c_int, c_char
+            character(kind=c_char), dimension(*), intent(in) :: name, value
+            integer(c_int), value :: overwrite
+        end function
+        integer(c_int) function c_unsetenv(name) bind(c, name='unsetenv')
+            import :: c_int, c_char
+            character(kind=c_char), dimension(*), intent(in) :: name
         end function
     end interface
 
@@ -86,6 +103,7 @@ program test_bindings
     call test_stats()
     call test_bad_input()
     call test_nonblocking_bad_input()
+    call test_compression()
     call gcoll_comm_destroy(comm, ierr)
     call expect(ierr == GCOLL_SUCCESS, 'gcoll_comm_destroy')
 
@@ -669,14 +687,16 @@ contains
     ! ---------------------------------------------- constants, counters --
 
     subroutine test_constants()
-        integer, parameter :: mine(31) = [GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, &
+        integer, parameter :: mine(36) = [GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, &
             GCOLL_VERSION_PATCH, GCOLL_VERSION, &
             GCOLL_SUCCESS, GCOLL_ERR_INVALID_ARG, GCOLL_ERR_NO_MEMORY, GCOLL_ERR_NOT_SUPPORTED, &
             GCOLL_ERR_TRANSPORT, GCOLL_ERR_TIMEOUT, GCOLL_ERR_MISMATCH, GCOLL_ERR_INTERNAL, &
             GCOLL_STATUS_COUNT, &
             GCOLL_INT8, GCOLL_UINT8, GCOLL_INT32, GCOLL_UINT32, GCOLL_INT64, GCOLL_UINT64, &
             GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64, GCOLL_DTYPE_COUNT, &
-            GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG, GCOLL_OP_COUNT, 24]
+            GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG, GCOLL_OP_COUNT, 24, &
+            GCOLL_COMPRESS_NONE, GCOLL_COMPRESS_BF16, GCOLL_COMPRESS_TOPK, GCOLL_COMPRESS_ONEBIT, &
+            GCOLL_COMPRESS_COUNT]
         integer(c_int) :: theirs(64)
         integer :: n, i
         type(gcoll_stats_t), target :: st(2)
@@ -697,6 +717,9 @@ contains
         call expect(gcoll_strerror(GCOLL_ERR_INVALID_ARG) == 'invalid argument', &
                     'gcoll_strerror(GCOLL_ERR_INVALID_ARG) is "'//gcoll_strerror(GCOLL_ERR_INVALID_ARG)//'"')
         call expect(len(gcoll_strerror(42)) > 0, 'gcoll_strerror of an unknown code is not empty')
+        call expect(gcoll_compress_name(GCOLL_COMPRESS_TOPK) == 'topk', 'gcoll_compress_name(TOPK)')
+        call expect(gcoll_compress_name(GCOLL_COMPRESS_COUNT) == 'unknown', &
+                    'gcoll_compress_name(GCOLL_COMPRESS_COUNT)')
     end subroutine
 
     subroutine test_rank_size()
@@ -790,5 +813,245 @@ contains
         call gcoll_allreduce(one, tot1, 1, GCOLL_INT32, GCOLL_SUM, comm, st)
         call expect(st == GCOLL_SUCCESS .and. tot1(1) == nranks, 'allreduce after bad input')
         call expect(len(gcoll_last_error()) == 0, 'gcoll_last_error() is "" after a success')
+    end subroutine
+    ! ------------------------------------------------------- compression --
+
+    !> A communicator like MPI_COMM_WORLD whose every rank is a node of its
+    !> own (GCOLL_NODE_SIZE=1, read at create; the caller's setting restored).
+    subroutine comm_of_single_nodes(zc, st)
+        type(gcoll_comm_t), intent(out) :: zc
+        integer, intent(out) :: st
+        character(len=32) :: keep
+        integer :: klen, kst
+        call get_environment_variable('GCOLL_NODE_SIZE', keep, klen, kst)
+        call expect(c_setenv('GCOLL_NODE_SIZE'//c_null_char, '1'//c_null_char, 1_c_int) == 0, 'setenv')
+        call gcoll_comm_create(MPI_COMM_WORLD, zc, st)
+        if (kst == 0) then
+            call expect(c_setenv('GCOLL_NODE_SIZE'//c_null_char, keep(1:klen)//c_null_char, 1_c_int) == 0, &
+                        'setenv back')
+        else
+            call expect(c_unsetenv('GCOLL_NODE_SIZE'//c_null_char) == 0, 'unsetenv')
+        end if
+    end subroutine
+
+    !> Rank r's element i: a small integer (-5..5) times scale, varying with step.
+    pure real(c_float) function grad(i, r, step, scale)
+        integer, intent(in) :: i, r, step
+        real(c_float), intent(in) :: scale
+        grad = real(mod(i * 7 + r * 3 + step * 5, 11) - 5, c_float) * scale
+    end function
+
+    !> x = this rank's gradient; want = the sum over every rank's, computed
+    !> here (exact: small multiples of a power of two).
+    subroutine gradients(x, want, step, scale)
+        real(c_float), intent(out) :: x(:), want(:)
+        integer, intent(in) :: step
+        real(c_float), intent(in) :: scale
+        integer :: i, r
+        do i = 1, size(x)
+            x(i) = grad(i, rank, step, scale)
+            want(i) = 0
+            do r = 0, nranks - 1
+                want(i) = want(i) + grad(i, r, step, scale)
+            end do
+        end do
+    end subroutine
+
+    subroutine test_compression()
+        type(gcoll_comm_t) :: zc
+        integer :: st
+        call comm_of_single_nodes(zc, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_comm_create (GCOLL_NODE_SIZE=1): '//gcoll_last_error())
+        if (st /= GCOLL_SUCCESS) return
+        call test_exact_codec(zc, gcoll_compress_params_t(kind=GCOLL_COMPRESS_BF16), 'bf16', 1.0)
+        call test_exact_codec(zc, gcoll_compress_params_t(kind=GCOLL_COMPRESS_TOPK, topk_ratio=1d0), &
+                              'topk at ratio 1', 0.25)
+        call test_topk_lossy(zc)
+        call test_onebit_feedback(zc)
+        call test_compress_bad_input(zc)
+        call gcoll_comm_destroy(zc, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_comm_destroy (GCOLL_NODE_SIZE=1)')
+    end subroutine
+
+    !> A codec that is exact on these gradients: every output equals the
+    !> sum computed here, step after step (residuals stay zero), blocking,
+    !> nonblocking, in place and not, and AVG is that sum divided by the ranks.
+    subroutine test_exact_codec(zc, params, what, scale)
+        type(gcoll_comm_t), intent(in) :: zc
+        type(gcoll_compress_params_t), intent(in) :: params
+        character(len=*), intent(in) :: what
+        real(c_float), intent(in) :: scale
+        integer, parameter :: n = 1001
+        real(c_float), target, asynchronous :: x(n), y(n)
+        real(c_float) :: want(n)
+        type(gcoll_compressor_t) :: z
+        type(gcoll_request_t) :: req
+        integer :: st, step
+        character(len=64) :: msg
+        call gcoll_compressor_create(zc, n, params, z, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_create ('//what//'): '//gcoll_last_error())
+        if (st /= GCOLL_SUCCESS) return
+        do step = 1, 4
+            write (msg, '(2a,i0)') what, ' step ', step
+            call gradients(x, want, step, scale)
+            y = -99
+            select case (step)
+            case (1)
+                call gcoll_allreduce_compressed(x, y, n, GCOLL_FLOAT32, GCOLL_SUM, z, st)
+            case (2)
+                y = x
+                call gcoll_allreduce_compressed(y, y, int(n, c_int64_t), GCOLL_FLOAT32, GCOLL_SUM, z, st)
+            case (3)
+                call gcoll_iallreduce_compressed(x, y, n, GCOLL_FLOAT32, GCOLL_SUM, z, req, st)
+                if (st == GCOLL_SUCCESS) call gcoll_wait(req, st)
+            case default
+                y = x
+                call gcoll_iallreduce_compressed(y, y, n, GCOLL_FLOAT32, GCOLL_AVG, z, req, st)
+                if (st == GCOLL_SUCCESS) call gcoll_wait(req, st)
+                want = want / real(nranks, c_float)
+            end select
+            call expect(st == GCOLL_SUCCESS, trim(msg)//': '//gcoll_last_error())
+            call expect(all(y == want), trim(msg)//': differs from the exact sum')
+        end do
+        call gcoll_compressor_destroy(z, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_destroy ('//what//')')
+    end subroutine
+
+    !> TopK at its default ratio (1%) drops most of these gradients: lossy
+    !> wherever anything is compressed (several ranks, each its own node).
+    subroutine test_topk_lossy(zc)
+        type(gcoll_comm_t), intent(in) :: zc
+        integer, parameter :: n = 1001
+        real(c_float) :: x(n), y(n), want(n)
+        type(gcoll_compressor_t) :: z
+        integer :: st
+        call gcoll_compressor_create(zc, n, gcoll_compress_params_t(kind=GCOLL_COMPRESS_TOPK), z, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_create (topk 1%)')
+        if (st /= GCOLL_SUCCESS) return
+        call gradients(x, want, 1, 1.0)
+        call gcoll_allreduce_compressed(x, y, n, GCOLL_FLOAT32, GCOLL_SUM, z, st)
+        call expect(st == GCOLL_SUCCESS, 'topk 1%: '//gcoll_last_error())
+        if (nranks > 1) then
+            call expect(2 * count(y /= want) > n, 'topk 1%: most of the sum should be dropped')
+        else
+            call expect(all(y == want), 'topk 1% on one rank: nothing to compress, exact')
+        end if
+        call gcoll_compressor_destroy(z, st)
+    end subroutine
+
+    !> 1-bit with and without error feedback, the same gradient every call.
+    subroutine test_onebit_feedback(zc)
+        type(gcoll_comm_t), intent(in) :: zc
+        integer, parameter :: n = 1000, steps = 100
+        real(c_float) :: x(n), want(n), first(n), y(n), yn(n)
+        real(c_double) :: mean(n), mean_n(n), err, err_n
+        type(gcoll_compressor_t) :: ef, noef
+        integer :: st, st2, step
+        character(len=96) :: msg
+        call gcoll_compressor_create(zc, n, gcoll_compress_params_t(kind=GCOLL_COMPRESS_ONEBIT), ef, st)
+        call gcoll_compressor_create(zc, n, gcoll_compress_params_t(kind=GCOLL_COMPRESS_ONEBIT, &
+                                     no_error_feedback=.true.), noef, st2)
+        call expect(st == GCOLL_SUCCESS .and. st2 == GCOLL_SUCCESS, 'gcoll_compressor_create (onebit)')
+        if (st /= GCOLL_SUCCESS .or. st2 /= GCOLL_SUCCESS) return
+        call gradients(x, want, 1, 1.0)
+        call gcoll_allreduce_compressed(x, first, n, GCOLL_FLOAT32, GCOLL_SUM, ef, st)
+        call gcoll_allreduce_compressed(x, yn, n, GCOLL_FLOAT32, GCOLL_SUM, noef, st2)
+        call expect(st == GCOLL_SUCCESS .and. st2 == GCOLL_SUCCESS, 'onebit: first call')
+        call expect(all(first == yn), 'onebit: the first output is the same with and without feedback')
+        if (nranks == 1) then
+            call expect(all(first == want), 'onebit on one rank: nothing to compress, exact')
+        else
+            call expect(any(first /= want), 'onebit: lossy on several nodes')
+            call gcoll_allreduce_compressed(x, y, n, GCOLL_FLOAT32, GCOLL_SUM, ef, st)
+            call gcoll_allreduce_compressed(x, yn, n, GCOLL_FLOAT32, GCOLL_SUM, noef, st2)
+            call expect(any(y /= first), 'onebit: the residual changes the next output')
+            call expect(all(yn == first), 'onebit without feedback: the same output again')
+            call gcoll_compressor_reset(ef, st)
+            call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_reset')
+            call gcoll_allreduce_compressed(x, y, n, GCOLL_FLOAT32, GCOLL_SUM, ef, st)
+            call expect(all(y == first), 'onebit after reset: the first output again')
+            ! the mean of the outputs approaches the exact sum with feedback only
+            call gcoll_compressor_reset(ef, st)
+            mean = 0
+            mean_n = 0
+            do step = 1, steps
+                call gcoll_allreduce_compressed(x, y, n, GCOLL_FLOAT32, GCOLL_SUM, ef, st)
+                call gcoll_allreduce_compressed(x, yn, n, GCOLL_FLOAT32, GCOLL_SUM, noef, st2)
+                mean = mean + y / steps
+                mean_n = mean_n + yn / steps
+            end do
+            err = norm2(mean - want) / norm2(real(want, c_double))
+            err_n = norm2(mean_n - want) / norm2(real(want, c_double))
+            write (msg, '(a,es9.2,a,es9.2)') 'onebit: relative error of the mean ', err, &
+                ', without feedback ', err_n
+            call expect(st == GCOLL_SUCCESS .and. st2 == GCOLL_SUCCESS .and. 2 * err < err_n, trim(msg))
+            if (rank == 0) print '(a)', 'test_bindings: '//trim(msg)
+        end if
+        call gcoll_compressor_destroy(ef, st)
+        call gcoll_compressor_destroy(noef, st2)
+        call expect(st == GCOLL_SUCCESS .and. st2 == GCOLL_SUCCESS, 'gcoll_compressor_destroy (onebit)')
+    end subroutine
+
+    subroutine expect_status(st, want, what)
+        integer, intent(in) :: st, want
+        character(len=*), intent(in) :: what
+        call expect(st == want, what//': status '//gcoll_strerror(st)//', expected '//gcoll_strerror(want))
+        call expect(st == GCOLL_SUCCESS .or. len(gcoll_last_error()) > 0, what//': no sentence')
+    end subroutine
+
+    subroutine test_compress_bad_input(zc)
+        type(gcoll_comm_t), intent(in) :: zc
+        real(c_float), target, asynchronous :: x(8), y(8)
+        type(gcoll_compressor_t) :: z, stale, none
+        type(gcoll_request_t) :: r, r2
+        integer :: st
+        x = 1
+        call gcoll_compressor_create(zc, 8, gcoll_compress_params_t(kind=99), z, st)
+        call invalid(st, 'compressor kind = 99')
+        call gcoll_compressor_create(zc, 8, gcoll_compress_params_t(kind=GCOLL_COMPRESS_TOPK, &
+                                     topk_ratio=1.5d0), z, st)
+        call invalid(st, 'topk_ratio = 1.5')
+        call gcoll_compressor_create(zc, 8, gcoll_compress_params_t(kind=GCOLL_COMPRESS_ONEBIT, &
+                                     onebit_block=-1_c_int64_t), z, st)
+        call invalid(st, 'onebit_block = -1')
+        call expect(index(gcoll_last_error(), 'onebit_block') > 0, 'onebit_block = -1: named')
+        call gcoll_compressor_create(zc, -1, gcoll_compress_params_t(kind=GCOLL_COMPRESS_BF16), z, st)
+        call invalid(st, 'compressor count = -1')
+        call gcoll_allreduce_compressed(x, y, 8, GCOLL_FLOAT32, GCOLL_SUM, none, st)
+        call invalid(st, 'allreduce_compressed with a compressor never created')
+        call gcoll_compressor_create(zc, 8, gcoll_compress_params_t(kind=GCOLL_COMPRESS_BF16), z, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_create after the refusals')
+        if (st /= GCOLL_SUCCESS) return
+        call gcoll_allreduce_compressed(x, y, 7, GCOLL_FLOAT32, GCOLL_SUM, z, st)
+        call invalid(st, 'allreduce_compressed count 7 on a compressor of 8')
+        call gcoll_allreduce_compressed(x, y, -1, GCOLL_FLOAT32, GCOLL_SUM, z, st)
+        call invalid(st, 'allreduce_compressed count = -1')
+        call gcoll_allreduce_compressed(x, y, 8, GCOLL_FLOAT64, GCOLL_SUM, z, st)
+        call expect_status(st, GCOLL_ERR_NOT_SUPPORTED, 'allreduce_compressed of float64')
+        call gcoll_allreduce_compressed(x, y, 8, GCOLL_FLOAT32, GCOLL_MAX, z, st)
+        call expect_status(st, GCOLL_ERR_NOT_SUPPORTED, 'allreduce_compressed with op max')
+        call gcoll_iallreduce_compressed(x(1:8:2), y, 4, GCOLL_FLOAT32, GCOLL_SUM, z, r, st)
+        call invalid(st, 'iallreduce_compressed of a non-contiguous sendbuf')
+        call expect(r == GCOLL_REQUEST_NULL, 'no request from a non-contiguous buffer')
+        call gcoll_iallreduce_compressed(x, y, 8, GCOLL_FLOAT32, GCOLL_SUM, z, r, st)
+        call expect(st == GCOLL_SUCCESS, 'iallreduce_compressed: '//gcoll_last_error())
+        if (nranks > 1) then   ! on one node it is the exact iallreduce, which has no such rule
+            call gcoll_iallreduce_compressed(x, y, 8, GCOLL_FLOAT32, GCOLL_SUM, z, r2, st)
+            call invalid(st, 'a second iallreduce_compressed while one is in flight')
+            call gcoll_compressor_destroy(z, st)
+            call invalid(st, 'gcoll_compressor_destroy while a call is in flight')
+        end if
+        call gcoll_wait(r, st)
+        call expect(st == GCOLL_SUCCESS .and. all(y == real(nranks, c_float)), &
+                    'iallreduce_compressed after the refusals')
+        stale = z
+        call gcoll_compressor_destroy(z, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_destroy')
+        call gcoll_compressor_destroy(z, st)
+        call expect(st == GCOLL_SUCCESS, 'gcoll_compressor_destroy of the null compressor it left')
+        call gcoll_allreduce_compressed(x, y, 8, GCOLL_FLOAT32, GCOLL_SUM, stale, st)
+        call invalid(st, 'allreduce_compressed on a destroyed compressor')
+        call gcoll_compressor_reset(stale, st)
+        call invalid(st, 'gcoll_compressor_reset of a destroyed compressor')
     end subroutine
 end program test_bindings

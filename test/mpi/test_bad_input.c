@@ -502,6 +502,61 @@ static void expect_refused(const char *what, gcoll_status_t st)
         fail(what, "the sentence does not say why: \"%s\"", gcoll_last_error());
 }
 
+/* The compressed allreduce refuses them too, blocking and not, in both of
+ * its paths: the exact one (one node: gcoll_allreduce's check) and its own
+ * (every rank a node of its own, GCOLL_NODE_SIZE=1, at 2 ranks and more);
+ * the compressor still works on host buffers afterwards. */
+static void compressed_refusals(gcoll_comm_t c, gcoll_compress_t kind, void *d, void *d2)
+{
+    char what[160];
+    gcoll_compress_params_t p = { .kind = kind };
+    gcoll_compressor_t z = NULL;
+    gcoll_status_t st = gcoll_compressor_create(c, 4, &p, &z);
+    snprintf(what, sizeof(what), "gcoll_compressor_create (%s)", gcoll_compress_name(kind));
+    expect(what, st, GCOLL_SUCCESS);
+    if (st != GCOLL_SUCCESS) return;
+    float f[4] = { 0 }, g[4] = { 1, 2, 3, 4 };
+    gcoll_request_t req = GCOLL_REQUEST_NULL;
+    static const char *const forms[] = { "device sendbuf", "device recvbuf", "device in place",
+                                         "i device sendbuf", "i device recvbuf" };
+    for (int k = 0; k < 5; k++) {
+        void *s = k == 1 || k == 4 ? (void *)g : d, *r = k == 2 ? d : k == 1 || k == 4 ? d2 : f;
+        st = k < 3 ? gcoll_allreduce_compressed(s, r, 4, GCOLL_FLOAT32, GCOLL_SUM, z)
+                   : gcoll_iallreduce_compressed(s, r, 4, GCOLL_FLOAT32, GCOLL_SUM, z, &req);
+        snprintf(what, sizeof(what), "allreduce_compressed (%s) %s", gcoll_compress_name(kind),
+                 forms[k]);
+        expect_refused(what, st);
+        checks++;
+        if (req != GCOLL_REQUEST_NULL) fail(what, "the request is not NULL");
+    }
+    /* sums of small integers: BF16 holds them exactly */
+    st = gcoll_allreduce_compressed(g, f, 4, GCOLL_FLOAT32, GCOLL_SUM, z);
+    snprintf(what, sizeof(what), "allreduce_compressed (%s) host buffers after the refusals",
+             gcoll_compress_name(kind));
+    expect(what, st, GCOLL_SUCCESS);
+    checks++;
+    if (st == GCOLL_SUCCESS && kind == GCOLL_COMPRESS_BF16 && f[3] != 4.0f * (float)size)
+        fail(what, "element 3 is %g, expected %d", (double)f[3], 4 * size);
+    expect("gcoll_compressor_destroy", gcoll_compressor_destroy(z), GCOLL_SUCCESS);
+}
+
+static void test_device_compressed(gcoll_comm_t c, void *d, void *d2)
+{
+    compressed_refusals(c, GCOLL_COMPRESS_BF16, d, d2);   /* one node: the exact path */
+    char *keep = getenv("GCOLL_NODE_SIZE"), saved[32] = "";
+    if (keep) snprintf(saved, sizeof(saved), "%s", keep);
+    setenv("GCOLL_NODE_SIZE", "1", 1);
+    gcoll_comm_t nodes = NULL;
+    gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &nodes);
+    if (keep) setenv("GCOLL_NODE_SIZE", saved, 1);
+    else unsetenv("GCOLL_NODE_SIZE");
+    expect("gcoll_comm_create (GCOLL_NODE_SIZE=1)", st, GCOLL_SUCCESS);
+    if (st != GCOLL_SUCCESS) return;
+    for (int kind = GCOLL_COMPRESS_BF16; kind < GCOLL_COMPRESS_COUNT; kind++)
+        compressed_refusals(nodes, (gcoll_compress_t)kind, d, d2);
+    expect("gcoll_comm_destroy (GCOLL_NODE_SIZE=1)", gcoll_comm_destroy(nodes), GCOLL_SUCCESS);
+}
+
 static void test_device_buffers(gcoll_comm_t c)
 {
     if (!gcoll_memtype_set_driver_query(fake_driver)) {
@@ -547,16 +602,7 @@ static void test_device_buffers(gcoll_comm_t c)
                    gcoll_alltoall_init(host, d2, 1, GCOLL_INT32, c, &req));
     checks++;
     if (req != GCOLL_REQUEST_NULL) fail("refused requests", "the request is not NULL");
-    gcoll_compress_params_t p = { .kind = GCOLL_COMPRESS_BF16 };
-    gcoll_compressor_t z = NULL;
-    gcoll_status_t st = gcoll_compressor_create(c, 4, &p, &z);
-    expect("gcoll_compressor_create", st, GCOLL_SUCCESS);
-    if (st == GCOLL_SUCCESS) {
-        float f[4] = { 0 };
-        st = gcoll_allreduce_compressed(d, f, 4, GCOLL_FLOAT32, GCOLL_SUM, z);
-        expect("allreduce_compressed device sendbuf", st, GCOLL_ERR_NOT_SUPPORTED);
-        gcoll_compressor_destroy(z);
-    }
+    test_device_compressed(c, d, d2);
     /* host buffers are still host buffers, and count 0 asks nothing */
     expect("allreduce host buffers with the fake driver",
            gcoll_allreduce(host, out, 4, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);

@@ -67,11 +67,11 @@ CUDA tensors go to libgcoll through ``__cuda_array_interface__`` after the
 device is synchronized (libgcoll must then be built with CUDA: a
 libgcoll built without CUDA would read the device pointer as host memory;
 pass ``stage_cuda=True`` for such a library).  The compressed allreduce
-refuses CUDA buffers in this version (GCOLL_ERR_NOT_SUPPORTED, found on
-every rank before anything is sent); the state then stages that bucket
-through a host copy from then on, so a libgcoll with device codecs is used
-directly without a change here.  The CUDA path is untested so far (no GPU
-with torch where this was written).
+stages CUDA buffers through host memory itself (codecs on the host); a
+libgcoll that refuses them (GCOLL_ERR_NOT_SUPPORTED, found on every rank
+before anything is sent: one built without CUDA, or older) makes the state
+stage that bucket through a host copy from then on.  The CUDA path is
+untested so far (no GPU with torch where this was written).
 
 Requires torch and mpi4py; importing ``gcoll`` itself does not import torch.
 """
