@@ -150,7 +150,7 @@ for np in $RANKS; do
             for f in $files; do
                 if ! python3 "$NUMDIFF" --rtol "$rtol" "$base.mpi/$f" "$base.gcoll/$f" \
                         >"$base.diff.$f"; then
-                    ok=0; why="$f differs"
+                    ok=0; why="${why:+$why, }$f differs"
                 fi
             done
         fi
