@@ -11,8 +11,8 @@
 #   scripts/dropin_apps.sh [BUILD]     BUILD: a configured and built tree
 #                                      (default: build/ beside scripts/)
 #
-# The applications (C and Fortran; Debian's PETSc and Elk are built on the
-# system's Open MPI 4.1, which the script checks):
+# The applications (C and Fortran; Debian's PETSc, Elk and Quantum ESPRESSO
+# are built on the system's Open MPI 4.1, which the script checks):
 #   petsc-ksp-ex2     PETSc's KSP tutorial ex2 (C): 2-D Laplacian, GMRES
 #   petsc-ksp-ex2-cg  the same with CG and Jacobi
 #   petsc-snes-ex5    PETSc's SNES tutorial ex5 (C): Bratu problem, Newton
@@ -21,6 +21,11 @@
 #   elk-al            Elk (elk-lapw, Fortran: its own MPI_ALLREDUCE,
 #                     MPI_BCAST, MPI_BARRIER): ground state of aluminium,
 #                     the package's example basic/Al
+#   qe-si             Quantum ESPRESSO's pw.x (Fortran: MPI_ALLREDUCE,
+#                     MPI_ALLTOALL of its FFTs, MPI_BCAST, MPI_BARRIER,
+#                     also on communicators it splits off):
+#                     self-consistent silicon, quantum-espresso-data's
+#                     pseudopotential
 # The PETSc tutorials are built from libpetsc3.18-dev-examples' sources.
 #
 # Exit 0 if every run passed; 1 if an output differed, a run failed or
@@ -42,7 +47,8 @@ WORK=${GCOLL_APPS_DIR:-$(mktemp -d /tmp/dropin_apps.XXXXXX)}
 mkdir -p "$WORK"
 [ -f "$LIB" ] || { echo "ERROR: $LIB not built"; exit 1; }
 
-PKGS="libpetsc-real3.18-dev libpetsc3.18-dev-examples elk-lapw"
+PKGS="libpetsc-real3.18-dev libpetsc3.18-dev-examples elk-lapw quantum-espresso
+      quantum-espresso-data"
 missing=
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -67,12 +73,12 @@ PETSC_DIR=$(pkg-config --variable=prefix petsc 2>/dev/null)
 EX=$(dirname "$(dpkg -L libpetsc3.18-dev-examples | grep '/src/ksp/ksp/tutorials/ex2.c$')")/../../..
 # The drop-in is built against the system's libmpi: the applications must use that one.
 sysmpi=$(ldd "$LIB" | awk '/libmpi\.so/ {print $3}')
-for bin in "$PETSC_DIR/lib/libpetsc_real.so" /usr/bin/elk-lapw; do
+for bin in "$PETSC_DIR/lib/libpetsc_real.so" /usr/bin/elk-lapw /usr/bin/pw.x; do
     m=$(ldd "$bin" | awk '/libmpi\.so/ {print $3}')
     [ "$(readlink -f "$m")" = "$(readlink -f "$sysmpi")" ] ||
         { echo "ERROR: $bin uses $m, the drop-in $sysmpi"; exit 1; }
 done
-echo "libmpi of the drop-in, PETSc and Elk: $(readlink -f "$sysmpi")"
+echo "libmpi of the drop-in, PETSc, Elk and pw.x: $(readlink -f "$sysmpi")"
 
 echo "== building PETSc tutorials in $WORK/bin"
 mkdir -p "$WORK/bin"
@@ -92,21 +98,56 @@ build ksp_ex2f ksp/ksp/tutorials/ex2f.F90 mpif90 -ffree-line-length-none
 ELK_EX=/usr/share/doc/elk-lapw/examples/basic/Al/elk.in
 ELK_SP=/usr/share/elk-lapw/species/
 
-# The applications: NAME, RTOL, the files compared (stdout: the run's
-# standard output), then the command.
+# The applications: NAME, numdiff's tolerance, the files compared (stdout:
+# the run's standard output; summary: what collect() keeps of it), then the
+# command.  pw.x prints eigenvalues to 4 decimals and energies to 8: the
+# absolute tolerance is one unit of the last printed digit, for a value that
+# rounds the other way.
 APPS=(
-    "petsc-ksp-ex2|1e-8|stdout|$WORK/bin/ksp_ex2 -m 64 -n 64 -ksp_monitor -ksp_rtol 1e-10"
-    "petsc-ksp-ex2-cg|1e-8|stdout|$WORK/bin/ksp_ex2 -m 64 -n 64 -ksp_type cg -pc_type jacobi -ksp_monitor -ksp_rtol 1e-10"
-    "petsc-snes-ex5|1e-8|stdout|$WORK/bin/snes_ex5 -da_grid_x 48 -da_grid_y 48 -snes_monitor -ksp_monitor -snes_converged_reason"
-    "petsc-snes-ex19|1e-8|stdout|$WORK/bin/snes_ex19 -da_refine 2 -snes_monitor -ksp_monitor -snes_converged_reason"
-    "petsc-ksp-ex2f|1e-8|stdout|$WORK/bin/ksp_ex2f -m 64 -n 64 -ksp_monitor -ksp_rtol 1e-10"
+    "petsc-ksp-ex2|--rtol 1e-8|stdout|$WORK/bin/ksp_ex2 -m 64 -n 64 -ksp_monitor -ksp_rtol 1e-10"
+    "petsc-ksp-ex2-cg|--rtol 1e-8|stdout|$WORK/bin/ksp_ex2 -m 64 -n 64 -ksp_type cg -pc_type jacobi -ksp_monitor -ksp_rtol 1e-10"
+    "petsc-snes-ex5|--rtol 1e-8|stdout|$WORK/bin/snes_ex5 -da_grid_x 48 -da_grid_y 48 -snes_monitor -ksp_monitor -snes_converged_reason"
+    "petsc-snes-ex19|--rtol 1e-8|stdout|$WORK/bin/snes_ex19 -da_refine 2 -snes_monitor -ksp_monitor -snes_converged_reason"
+    "petsc-ksp-ex2f|--rtol 1e-8|stdout|$WORK/bin/ksp_ex2f -m 64 -n 64 -ksp_monitor -ksp_rtol 1e-10"
     # Elk's outputs are its files; INFO.OUT holds timings, so it is left out
-    "elk-al|1e-7|TOTENERGY.OUT EFERMI.OUT EIGVAL.OUT|elk-lapw"
+    "elk-al|--rtol 1e-7|TOTENERGY.OUT EFERMI.OUT EIGVAL.OUT|elk-lapw"
+    "qe-si|--rtol 1e-7 --atol 1e-8|summary|pw.x -in si.scf.in"
 )
 
 prepare() {   # NAME DIR: what a run of NAME needs in its folder
     case $1 in
         elk-*) sed "s#'../../../species/'#'$ELK_SP'#" "$ELK_EX" >"$2/elk.in" ;;
+        qe-*) cat >"$2/si.scf.in" <<'EOF'
+ &control
+    calculation = 'scf', prefix = 'si', outdir = './tmp',
+    pseudo_dir = '/usr/share/espresso/pseudo'
+ /
+ &system
+    ibrav = 2, celldm(1) = 10.2, nat = 2, ntyp = 1, ecutwfc = 18.0
+ /
+ &electrons
+    conv_thr = 1.0d-10
+ /
+ATOMIC_SPECIES
+ Si  28.086  Si.pz-vbc.UPF
+ATOMIC_POSITIONS alat
+ Si 0.00 0.00 0.00
+ Si 0.25 0.25 0.25
+K_POINTS automatic
+ 4 4 4 1 1 1
+EOF
+        ;;
+    esac
+}
+
+collect() {   # NAME DIR: after the run, what is compared besides its files
+    case $1 in
+        # pw.x's stdout also has dates, timings, memory and the ranks'
+        # layout: keep each iteration's energy and accuracy, then the
+        # final eigenvalues, levels and energies
+        qe-*) { grep -E 'total energy +=|estimated scf accuracy' "$2/stdout"
+                sed -n '/End of self-consistent calculation/,/convergence has been achieved/p' \
+                    "$2/stdout"; } >"$2/summary" ;;
     esac
 }
 
@@ -131,7 +172,7 @@ launch() {   # DIR NP [-x ...] -- CMD...: in DIR, stdout and stderr to files the
 
 for np in $RANKS; do
     for app in "${APPS[@]}"; do
-        IFS='|' read -r name rtol files cmd <<<"$app"
+        IFS='|' read -r name tol files cmd <<<"$app"
         base=$WORK/$name.np$np
         rm -rf "$base.mpi" "$base.gcoll"
         mkdir -p "$base.mpi" "$base.gcoll"
@@ -146,9 +187,12 @@ for np in $RANKS; do
         launch "$base.gcoll" "$np" "${PRE[@]}" -- $cmd
         rc=$?
         [ $rc = 0 ] || { ok=0; why="${why:+$why; }preloaded run failed (rc $rc)"; }
+        collect "$name" "$base.mpi"
+        collect "$name" "$base.gcoll"
         if [ $ok = 1 ]; then
             for f in $files; do
-                if ! python3 "$NUMDIFF" --rtol "$rtol" "$base.mpi/$f" "$base.gcoll/$f" \
+                # shellcheck disable=SC2086 # tol is a list of options
+                if ! python3 "$NUMDIFF" $tol "$base.mpi/$f" "$base.gcoll/$f" \
                         >"$base.diff.$f"; then
                     ok=0; why="${why:+$why, }$f differs"
                 fi
