@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Agreement at set-up and revocation in calls (failure.h). */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,32 +62,46 @@ gcoll_status_t gcoll_failure_init(struct gcoll_comm *c)
     return post_receive(f);
 }
 
-/* Receive one message that matches nothing into a buffer of its size (a
- * truncating receive would be an error that MPICH raises as fatal: a
- * matched message has no communicator's handler).  0 when none is left or
- * one cannot be received. */
+#define DRAIN_MAX 4096   /* eager in every MPI: its data has arrived */
+
+/* Receive one small message that matches nothing (whole: a truncating
+ * receive is an error MPICH raises as fatal).  Returns 1 if it did, 0 when
+ * none is left, -1 when the next is large.  A large one is left alone:
+ * receiving it would let a rendezvous sender's MPI read its buffer, which
+ * the caller may have freed since the call failed (Open MPI cannot cancel
+ * sends). */
 static int drain_one(MPI_Comm comm)
 {
-    char small[4096];
+    char sink[DRAIN_MAX];
     int found = 0;
-    MPI_Message msg;
     MPI_Status st;
     MPI_Count bytes = 0;
-    if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &found, &msg, &st) != MPI_SUCCESS || !found)
+    MPI_Message msg;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &found, &st) != MPI_SUCCESS || !found)
         return 0;
     MPI_Get_elements_x(&st, MPI_BYTE, &bytes);
-    if (bytes < 0 || bytes > INT_MAX) return 0;
-    void *buf = (size_t)bytes <= sizeof(small) ? small : gcoll_malloc((size_t)bytes);
-    if (!buf) return 0;
-    MPI_Mrecv(buf, (int)bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-    if (buf != small) free(buf);
+    if (bytes < 0 || bytes > DRAIN_MAX) return -1;
+    if (MPI_Improbe(st.MPI_SOURCE, st.MPI_TAG, comm, &found, &msg, &st) != MPI_SUCCESS || !found)
+        return 0;
+    MPI_Get_elements_x(&st, MPI_BYTE, &bytes);   /* the first one again: same size */
+    if (bytes < 0 || bytes > DRAIN_MAX) bytes = DRAIN_MAX;
+    MPI_Mrecv(sink, (int)bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
     return 1;
 }
 
 void gcoll_failure_comm_free(MPI_Comm *comm)
 {
     if (*comm == MPI_COMM_NULL) return;
-    while (drain_one(*comm)) {}
+    int left;
+    while ((left = drain_one(*comm)) == 1) {}
+    if (left < 0) {
+        /* freeing it would abort the job under MPICH: the handle is lost
+         * instead (only after a failed call) */
+        gcoll_info("a failed call's large message is still unmatched: its MPI "
+                   "communicator is left allocated");
+        *comm = MPI_COMM_NULL;
+        return;
+    }
     MPI_Comm_free(comm);
 }
 
