@@ -239,6 +239,9 @@ static gcoll_status_t compress_task(struct gcoll_request *r, int *done, int *adv
  * only would send the ranks' schedules out of step. */
 static int compressor_busy(gcoll_compressor_t c)
 {
+    /* a destroyed communicator had no request outstanding (its destroy
+     * refuses then), and its request pool, which posted points into, is gone */
+    if (!gcoll_live_has(c->comm)) return 0;
     const struct gcoll_request *r = c->call.posted;
     return c->call.req ||
            (r && r->started && r->task == compress_task && r->task_state == c);
