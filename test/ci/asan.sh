@@ -123,7 +123,8 @@ build_and_check() {
         esac
     done
     local only=${GCOLL_CI_ASAN_TESTS:-$ASAN_DEFAULT_TESTS}
-    [ "$only" = all ] && only=""
+    only=$(printf '%s ' $only)   # one line of words, as leg_only matches them
+    [ "$only" = "all " ] && only=""
     mapfile -t tests < <(leg_only "$only" "${tests[@]}")
     export GCOLL_FAULT_STRIDE=${GCOLL_FAULT_STRIDE:-2}
     rm -rf "$reports" && mkdir -p "$reports" || return
