@@ -781,8 +781,9 @@ class Compressor(_Handle):
 
     def iallreduce(self, sendbuf, recvbuf=None, op=SUM):
         """Nonblocking allreduce(): a Request whose wait() returns the result.
-        libgcoll runs it when posted (after the communicator's earlier
-        requests), so it is complete at once: no overlap yet.  Raises
+        It runs as a task of libgcoll's progress engine, so with
+        GCOLL_PROGRESS=thread it advances while the caller computes; the
+        arrays are kept alive until the Request completes.  Raises
         gcoll.Error (GCOLL_ERR_NOT_SUPPORTED) with a libgcoll that does not
         export gcoll_iallreduce_compressed."""
         call = self._coll_allreduce(sendbuf, recvbuf, op)
