@@ -199,7 +199,7 @@ static void comm_free(struct gcoll_comm *c)
     if (c->node_comm != MPI_COMM_NULL) MPI_Comm_free(&c->node_comm);
     if (c->in_engine) gcoll_engine_comm_remove(c);
     if (c->tl) c->tl->fini(c->tl_ctx);
-    gcoll_failure_comm_free(&c->mpi_comm);   /* an abandoned call's messages */
+    gcoll_failure_comm_free(&c->mpi_comm, c->failure.status != GCOLL_SUCCESS);   /* an abandoned call's */
     gcoll_sched_fini(&c->sched);
     free(c->node_of);
     gcoll_cuda_host_free(c->stage);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Agreement at set-up and revocation in calls (failure.h). */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,7 @@ gcoll_status_t gcoll_failure_init(struct gcoll_comm *c)
 }
 
 #define DRAIN_MAX 4096   /* eager in every MPI: its data has arrived */
+#define DRAIN_LINGER_S 0.2
 
 /* Receive one small message that matches nothing (whole: a truncating
  * receive is an error MPICH raises as fatal).  Returns 1 if it did, 0 when
@@ -89,11 +91,19 @@ static int drain_one(MPI_Comm comm)
     return 1;
 }
 
-void gcoll_failure_comm_free(MPI_Comm *comm)
+void gcoll_failure_comm_free(MPI_Comm *comm, int failed)
 {
     if (*comm == MPI_COMM_NULL) return;
     int left;
-    while ((left = drain_one(*comm)) == 1) {}
+    /* after a failure, peers' last messages (their notices, an abandoned
+     * round's sends) may still be on their way: keep receiving until none
+     * has come for DRAIN_LINGER_S */
+    double quiet_since = gcoll_clock_now();
+    for (;;) {
+        while ((left = drain_one(*comm)) == 1) quiet_since = gcoll_clock_now();
+        if (left < 0 || !failed || gcoll_clock_now() - quiet_since > DRAIN_LINGER_S) break;
+        sched_yield();
+    }
     if (left < 0) {
         /* freeing it would abort the job under MPICH: the handle is lost
          * instead (only after a failed call) */
@@ -120,7 +130,7 @@ void gcoll_failure_fini(struct gcoll_comm *c)
             if (f->sends[i] != MPI_REQUEST_NULL) MPI_Request_free(&f->sends[i]);
         free(f->sends);
     }
-    gcoll_failure_comm_free(&f->comm);   /* other ranks' notices, unreceived */
+    gcoll_failure_comm_free(&f->comm, f->status != GCOLL_SUCCESS);   /* notices, unreceived */
 }
 
 gcoll_status_t gcoll_comm_usable(struct gcoll_comm *c)

@@ -64,8 +64,10 @@ void           gcoll_failure_fini(struct gcoll_comm *c);
  * nothing, then free comm.  A collective abandoned by a failure or a
  * timeout leaves its peers' messages behind; MPICH aborts the job when a
  * communicator holding unmatched messages is freed (whatever its error
- * handler), Open MPI drops them.  One probe when there are none. */
-void gcoll_failure_comm_free(MPI_Comm *comm);
+ * handler), Open MPI drops them.  One probe when there are none; after a
+ * failure (failed: the communicator was revoked) until none came for a
+ * moment, since the peers' last messages may still be in flight. */
+void gcoll_failure_comm_free(MPI_Comm *comm, int failed);
 
 /* GCOLL_SUCCESS, or the status c was revoked with and its sentence. */
 gcoll_status_t gcoll_comm_usable(struct gcoll_comm *c);

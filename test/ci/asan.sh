@@ -16,13 +16,17 @@
 # fault) would otherwise count a sanitizer's abort as the failure it wanted.
 # Each distinct report (its kind and first frames) counts as one failure,
 # printed with its stack after the tests, whatever the tests said.
-#   ASAN_OPTIONS   detect_leaks=1 with test/ci/lsan.supp (what Open MPI keeps
+#   ASAN_OPTIONS   detect_leaks (below) with test/ci/lsan.supp (what Open MPI keeps
 #                  until exit), fast_unwind_on_malloc=0 (Open MPI has no frame
 #                  pointers: full stacks, so the suppressions can see its
 #                  frames), verify_asan_link_order=0 (LD_PRELOAD of
 #                  libgcoll_mpi by the drop-in tests)
 #   UBSAN_OPTIONS  halt_on_error=1:print_stacktrace=1
-# GCOLL_ASAN_LEAKS=no: detect_leaks=0.  GCOLL_CI_ASAN_TESTS="TEST ...": only
+# GCOLL_ASAN_LEAKS=yes: detect_leaks=1 (off by default: in one of two CI
+# runs on 2026-12-02 LeakSanitizer's own tracer crashed at a test's exit,
+# "Tracer caught signal 11 ... LeakSanitizer has encountered a fatal error",
+# in test_hier_stats, which failed the test; the run before, with leaks on,
+# reported no leak).  GCOLL_CI_ASAN_TESTS="TEST ...": only
 # those tests; GCOLL_CI_ASAN_TESTS=all: every test.
 #
 # By default (CI's time: the whole suite takes about an hour instrumented,
@@ -56,7 +60,7 @@ leg_init "$build" || exit 1
 cd "$leg_dir" || exit 1
 echo "== ASan+UBSan leg in $leg_dir"
 reports=$leg_dir/sanitizer
-leaks=1; [ "${GCOLL_ASAN_LEAKS:-yes}" = no ] && leaks=0
+leaks=0; [ "${GCOLL_ASAN_LEAKS:-no}" = yes ] && leaks=1
 # (set for the tests only: configure's and make's programs report to stderr)
 sanitizer_env() {
     export ASAN_OPTIONS="detect_leaks=$leaks:fast_unwind_on_malloc=0:verify_asan_link_order=0:log_path=$reports/asan:log_exe_name=1"
