@@ -83,7 +83,7 @@ signature() {
 # Every report file, grouped by signature: one failure per kind, printed.
 collect_reports() {
     local f sig
-    declare -A first count
+    declare -A first=() count=()
     [ -d "$reports" ] || return 0
     for f in "$reports"/*; do
         [ -s "$f" ] || continue
