@@ -577,6 +577,18 @@ gcoll_status_t gcoll_waitall(size_t n, gcoll_request_t requests[]);
 /** Free an inactive request (persistent, or not yet completed is refused:
  *  GCOLL_ERR_INVALID_ARG for an active one); sets it to GCOLL_REQUEST_NULL. */
 gcoll_status_t gcoll_request_free(gcoll_request_t *request);
+/** Install (or, with NULL, remove) the process's wait hook: a function that
+ *  a thread blocked in libgcoll (a blocking collective, gcoll_wait(),
+ *  gcoll_waitall()) calls each time a pass over the outstanding requests
+ *  found nothing to do, with libgcoll's lock released, before it yields or
+ *  sleeps.  Never called by the progress thread.  For a layer that must keep
+ *  another progress engine moving while libgcoll waits: the PMPI drop-in
+ *  advances MPI's, so that an application's pending point-to-point messages
+ *  move during an MPI_Allreduce that libgcoll serves, as MPI's own would.
+ *  The hook may call MPI but not libgcoll; keep it short (it runs in every
+ *  idle turn of a wait).  Not thread-safe against waits in progress: set it
+ *  before the first collective. */
+gcoll_status_t gcoll_wait_hook_set(void (*hook)(void *arg), void *arg);
 /**@}*/
 
 #ifdef __cplusplus

@@ -11,10 +11,10 @@
  * call_t with libgcoll's arguments; a rank-local defect (a NULL buffer)
  * makes that rank hand its call to MPI, whose error handler then reports it
  * as it would without this library.  serve() then posts the call_t in the
- * form asked: gcoll_i<coll> (blocking: then driven to completion by
- * gmpi_wait_gcoll, which keeps MPI's own progress going; nonblocking:
- * wrapped in a generalized request) or gcoll_<coll>_init (persistent:
- * wrapped in a persistent request), see request.c.
+ * form asked: gcoll_<coll> (blocking: it waits inside libgcoll, whose wait
+ * hook keeps MPI's own progress going), gcoll_i<coll> (nonblocking: wrapped
+ * in a generalized request) or gcoll_<coll>_init (persistent: wrapped in a
+ * persistent request), see request.c.
  *
  * libgcoll's argument refusals at post (GCOLL_ERR_INVALID_ARG,
  * GCOLL_ERR_NOT_SUPPORTED: nothing was sent) fall back to MPI; a failure
@@ -86,6 +86,24 @@ static gcoll_status_t post(const call_t *a, int persistent, gcoll_request_t *q)
     }
 }
 
+/* A decided blocking call: libgcoll's blocking collective, which waits
+ * inside libgcoll (its wait hook keeps MPI's progress going), so the
+ * drop-in's call costs what a direct call does. */
+static gcoll_status_t run_blocking(const call_t *a)
+{
+    switch (a->coll) {
+    case GMPI_ALLREDUCE: return gcoll_allreduce(a->s, a->r, a->count, a->dt, a->op, a->g);
+    case GMPI_REDUCE: return gcoll_reduce(a->s, a->r, a->count, a->dt, a->op, a->root, a->g);
+    case GMPI_BCAST: return gcoll_bcast(a->r, a->count, a->dt, a->root, a->g);
+    case GMPI_ALLGATHER: return gcoll_allgather(a->s, a->r, a->count, a->dt, a->g);
+    case GMPI_REDUCE_SCATTER_BLOCK:
+        return gcoll_reduce_scatter(a->s, a->r, a->count, a->dt, a->op, a->g);
+    case GMPI_ALLTOALL: return gcoll_alltoall(a->s, a->r, a->count, a->dt, a->g);
+    case GMPI_BARRIER: return gcoll_barrier(a->g);
+    default: return GCOLL_ERR_INTERNAL;
+    }
+}
+
 /* Post a decided call in its form.  Returns 1 with the MPI code in *rc when
  * libgcoll took it; 0 when it refused at post (counted as a fallback: the
  * caller hands the call to MPI). */
@@ -95,7 +113,7 @@ static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req
     int persistent = mode == GMPI_PERSISTENT || mode == GMPI_PERSISTENT_X;
     gcoll_request_t greq = GCOLL_REQUEST_NULL;
     gmpi_inside++;
-    gcoll_status_t st = post(a, persistent, &greq);
+    gcoll_status_t st = mode == GMPI_BLOCKING ? run_blocking(a) : post(a, persistent, &greq);
     gmpi_inside--;
     if (st == GCOLL_ERR_INVALID_ARG || st == GCOLL_ERR_NOT_SUPPORTED) {
         gmpi_count_fallback(fn, why_declined);
@@ -108,7 +126,7 @@ static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req
     gmpi_count_served(fn);
     if (persistent) *rc = gmpi_request_wrap_persistent(greq, c, fn, req);
     else if (mode == GMPI_NONBLOCKING) *rc = gmpi_request_wrap(greq, c, fn, req);
-    else *rc = gmpi_wait_gcoll(&greq) == GCOLL_SUCCESS ? MPI_SUCCESS : failed(c, fn);
+    else *rc = MPI_SUCCESS;
     return 1;
 }
 

@@ -67,8 +67,14 @@ extern int gmpi_enabled;            /* 0: GCOLL_MPI=off, pass everything through
  * itself (gcoll_comm_create's MPI_Allreduce...) go straight to PMPI. */
 extern __thread int gmpi_inside __attribute__((tls_model("initial-exec")));
 
-/* One-time set-up (env, keyvals); cheap after the first call. */
-void gmpi_init_once(void);
+/* One-time set-up (env, keyvals): inline, a load and a branch after the
+ * first call, which runs gmpi_init_slow. */
+extern volatile int gmpi_init_done;
+void gmpi_init_slow(void);
+static inline void gmpi_init_once(void)
+{
+    if (__builtin_expect(!gmpi_init_done, 0)) gmpi_init_slow();
+}
 
 /* What the drop-in keeps of a communicator it serves: the libgcoll
  * communicator, and the byte ranges per collective in which libgcoll's
@@ -130,9 +136,9 @@ void gmpi_requests_yield(void);
 /* Before MPI frees req: finish it if it is ours and active, and drop our
  * part of a persistent one (a generalized request's goes with its handle). */
 void gmpi_request_release(MPI_Request req);
-/* Drive a blocking call's libgcoll request to completion, keeping MPI's own
- * progress going; returns its status. */
-gcoll_status_t gmpi_wait_gcoll(gcoll_request_t *greq);
+/* libgcoll's wait hook, installed at set-up: MPI's own progress while a
+ * blocking collective that libgcoll serves waits inside libgcoll. */
+void gmpi_wait_hook(void *arg);
 
 /* ---- the collectives, shared by the C and Fortran entry points (coll.c).
  * mode says which form; req is the request of the nonblocking and

@@ -29,11 +29,12 @@
  *   start it again.  A failure sends 1 byte instead: the wait then returns
  *   an error (MPI_ERR_TRUNCATE, the communicator's error handler having been
  *   called with MPI_ERR_OTHER first).
- * - Mixed arrays: while our requests are not done, the wait loops also
- *   poke MPI's progress (PMPI_Iprobe) so the application's MPI requests, and
- *   peers waiting on them (rendezvous sends), keep moving: no deadlock
- *   between MPI's progress and libgcoll's.  The same loop drives the
- *   blocking collectives libgcoll serves (gmpi_wait_gcoll).
+ * - Waiting: the blocking collectives that libgcoll serves, and MPI_Wait,
+ *   MPI_Waitall and MPI_Request_free on our requests, wait inside libgcoll
+ *   as a direct call does (spinning on node steps, then parking); its wait
+ *   hook, gmpi_wait_hook, keeps MPI's progress going there, so the
+ *   application's MPI requests in a mixed array, and peers waiting on them
+ *   (rendezvous sends), keep moving.
  * - Fortran's MPI_WAIT & co. call PMPI_Wait directly, so fortran.c wraps
  *   the Fortran symbols too, with the helpers gmpi_requests_* of this file,
  *   then hands the call to the MPI's own Fortran function. */
@@ -237,14 +238,10 @@ static void proxy_complete(wrap_t *w)
     PMPI_Send(&byte, w->err == MPI_SUCCESS ? 0 : 1, MPI_BYTE, 0, w->tag, proxy_comm);
 }
 
-/* Advance w once; complete its MPI request when libgcoll is done. */
-static void progress_one(wrap_t *w)
+/* w's libgcoll part ended with st (done: 0 if still running): on an error
+ * say so, then complete its MPI request. */
+static void settle(wrap_t *w, gcoll_status_t st, int done)
 {
-    if (w->done) return;
-    int done = 0;
-    gmpi_inside++;
-    gcoll_status_t st = gcoll_test(&w->g, &done);
-    gmpi_inside--;
     if (st != GCOLL_SUCCESS) {
         fprintf(stderr, "gcoll_mpi: %s: %s\n", gmpi_fn_name(w->fn), gcoll_last_error());
         w->err = MPI_ERR_OTHER;
@@ -258,30 +255,47 @@ static void progress_one(wrap_t *w)
     }
 }
 
-/* MPI's own progress, for the application's requests and its peers.  The
- * probe is on MPI_COMM_WORLD, not MPI_COMM_SELF: MPICH serves a probe on a
- * one-rank communicator locally, without running its progress engine, so a
- * peer's rendezvous send never moved (test_dropin's test_progress hung).
- * A probe matches nothing and receives nothing: the application's messages
- * on MPI_COMM_WORLD stay where they are. */
-static void poke_mpi(unsigned iter)
+/* Advance w once; complete its MPI request when libgcoll is done. */
+static void progress_one(wrap_t *w)
 {
-    int flag;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-    (void)iter;
-    sched_yield();   /* as libgcoll's own waiter: an oversubscribed peer needs the core */
+    if (w->done) return;
+    int done = 0;
+    gmpi_inside++;
+    gcoll_status_t st = gcoll_test(&w->g, &done);
+    gmpi_inside--;
+    settle(w, st, done);
 }
 
-gcoll_status_t gmpi_wait_gcoll(gcoll_request_t *greq)
+/* Drive w to completion inside libgcoll's wait, which spins on node steps
+ * and parks as a direct gcoll_wait does; its wait hook (gmpi_wait_hook)
+ * keeps MPI's progress going meanwhile. */
+static void finish_one(wrap_t *w)
 {
-    gcoll_status_t st;
-    int done = 0;
-    for (unsigned iter = 0;; iter++) {
-        gmpi_inside++;
-        st = gcoll_test(greq, &done);
-        gmpi_inside--;
-        if (st != GCOLL_SUCCESS || done) return st;
-        if (iter >= 64 && (iter & 7) == 7) poke_mpi(iter);
+    if (w->done) return;
+    gmpi_inside++;
+    gcoll_status_t st = gcoll_wait(&w->g);
+    gmpi_inside--;
+    settle(w, st, 1);
+}
+
+/* libgcoll's wait hook (gcoll_wait_hook_set): our waits (blocking
+ * collectives, MPI_Wait & co. on our requests) wait inside libgcoll, which
+ * calls this in each idle turn (the lone waiter's spin on its node step
+ * already done); every 8th turn runs MPI's progress, so the application's
+ * requests, and a peer's rendezvous send to this rank, move meanwhile: no
+ * deadlock between MPI's progress and libgcoll's.  Not every turn: a probe
+ * costs as much as a small collective.  The probe is on MPI_COMM_WORLD, not
+ * MPI_COMM_SELF: MPICH serves a probe on a one-rank communicator locally,
+ * without running its progress engine (test_dropin's test_progress hung).
+ * A probe matches nothing and receives nothing: the application's messages
+ * stay where they are. */
+void gmpi_wait_hook(void *arg)
+{
+    static __thread unsigned turns;
+    (void)arg;
+    if ((++turns & 7) == 0) {
+        int flag;
+        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
     }
 }
 
@@ -300,12 +314,15 @@ size_t gmpi_requests_progress(int n, const MPI_Request reqs[])
     return pending;
 }
 
-/* Advance ours among reqs until every one of them is done; MPI's progress
- * and the yield join in as gmpi_wait_gcoll's do. */
+/* Finish ours among reqs, one after the other: each wait progresses all
+ * of libgcoll's requests, and MPI's through the wait hook. */
 void gmpi_requests_finish(int n, const MPI_Request reqs[])
 {
-    for (unsigned iter = 0; gmpi_requests_progress(n, reqs); iter++)
-        if (iter >= 64 && (iter & 7) == 7) poke_mpi(iter);
+    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return;
+    for (int i = 0; i < n; i++) {
+        wrap_t *w = lookup(reqs[i]);
+        if (w) finish_one(w);
+    }
 }
 
 int gmpi_requests_any_ours(int n, const MPI_Request reqs[])
@@ -329,10 +346,7 @@ void gmpi_request_release(MPI_Request req)
 {
     wrap_t *w = lookup(req);
     if (!w) return;
-    for (unsigned iter = 0; !w->done; iter++) {
-        progress_one(w);
-        if (!w->done && (iter & 63) == 63) poke_mpi(iter);
-    }
+    finish_one(w);
     if (!w->persistent) return;
     table_remove(w);
     gmpi_inside++;

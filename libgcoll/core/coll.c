@@ -204,10 +204,9 @@ static gcoll_status_t report(const struct gcoll_request *r, gcoll_status_t st)
     return st;
 }
 
-/* A blocking collective on host buffers: post + wait on a pooled request. */
-/* A blocking collective on host buffers: post + wait on a pooled request.
- * The pool and the build are the caller's (calls on one communicator are
- * serialised by the application): only the engine's part takes its lock. */
+/* A blocking collective on host buffers: post + wait on a pooled request,
+ * under one hold of the engine's lock (gcoll_engine_wait lets it go while
+ * it idles). */
 static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
 {
     struct gcoll_request *r;

@@ -208,6 +208,18 @@ static gcoll_shm_t *parkable(const struct gcoll_request *w)
  * on its flags as long as the segment allows already (executor.c): it
  * yields a few times (a peer sharing our CPU often needs just one turn),
  * then sleeps, as a blocking shared-memory collective does. */
+static void (*wait_hook)(void *);
+static void *wait_hook_arg;
+
+gcoll_status_t gcoll_wait_hook_set(void (*hook)(void *arg), void *arg)
+{
+    gcoll_engine_lock();
+    wait_hook = hook;
+    wait_hook_arg = arg;
+    gcoll_engine_unlock();
+    return GCOLL_SUCCESS;
+}
+
 static void idle_wait(const struct gcoll_request *r, unsigned idle)
 {
     if (gcoll_failure_poll(r->comm)) return;   /* a peer failed: r is done */
@@ -215,6 +227,7 @@ static void idle_wait(const struct gcoll_request *r, unsigned idle)
     gcoll_shm_t *shm = idle >= park ? parkable(r) : NULL;
     uint64_t step = shm ? gcoll_shm_step(shm) : 0;
     gcoll_engine_unlock();
+    if (wait_hook) wait_hook(wait_hook_arg);   /* another engine's progress */
     if (shm) gcoll_shm_park(shm, step, ENGINE_PARK_NS);
     else sched_yield();
     gcoll_engine_lock();
