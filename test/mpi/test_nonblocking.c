@@ -8,7 +8,8 @@
  *                              test loops and by waitall; two communicators
  *                              outstanding at once, completed in the other
  *                              order; persistent allreduce and bcast started
- *                              50 times with new inputs; misuse refused
+ *                              50 times with new inputs; misuse refused;
+ *                              the wait hook runs while a rank waits
  *   test_nonblocking background GCOLL_PROGRESS=thread: a 4 MiB iallreduce
  *                              posted before a 400 ms sleep outside libgcoll
  *                              is complete at the first test; then the idle
@@ -30,6 +31,7 @@
  * memcmp.  Prints one "FAIL ..." line per failure and "ok N checks" at the
  * end on rank 0; exit 1 on any failure. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +333,53 @@ static void test_misuse(gcoll_comm_t c)
     EXPECT(x[0] == want, "allreduce after misuse: %g, want %g", (double)x[0], (double)want);
 }
 
+/* gcoll_wait_hook_set: a rank that waits for a late peer calls the hook,
+ * from its own thread only (never the progress thread), in a blocking
+ * collective and in gcoll_wait; removed, it is not called. */
+static unsigned long hook_calls, hook_foreign;
+static pthread_t hook_owner;
+
+static void count_hook(void *arg)
+{
+    hook_calls++;
+    if (!pthread_equal(pthread_self(), hook_owner)) hook_foreign++;
+    *(int *)arg = 1;
+}
+
+static void test_wait_hook(gcoll_comm_t c)
+{
+    if (size < 2) return;
+    int touched = 0;
+    float x[4] = { 1, 1, 1, 1 };
+    hook_owner = pthread_self();
+    EXPECT(gcoll_wait_hook_set(count_hook, &touched) == GCOLL_SUCCESS, "wait_hook_set");
+    for (int form = 0; form < 2; form++) {
+        hook_calls = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) usleep(50 * 1000);   /* the others wait inside libgcoll */
+        gcoll_status_t st;
+        if (form == 0) {
+            st = gcoll_allreduce(x, x, 4, GCOLL_FLOAT32, GCOLL_SUM, c);
+        } else {
+            gcoll_request_t req;
+            st = gcoll_iallreduce(x, x, 4, GCOLL_FLOAT32, GCOLL_SUM, c, &req);
+            if (st == GCOLL_SUCCESS) st = gcoll_wait(&req);
+        }
+        EXPECT(st == GCOLL_SUCCESS, "allreduce with a wait hook (%s)", form ? "wait" : "blocking");
+        if (rank != 0)
+            EXPECT(hook_calls > 0 && touched, "waiting 50 ms for rank 0 (%s): the hook ran %lu times",
+                   form ? "gcoll_wait" : "blocking", hook_calls);
+    }
+    EXPECT(hook_foreign == 0, "the wait hook ran %lu times outside the waiting thread", hook_foreign);
+    EXPECT(gcoll_wait_hook_set(NULL, NULL) == GCOLL_SUCCESS, "wait_hook_set(NULL)");
+    hook_calls = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) usleep(20 * 1000);
+    EXPECT(gcoll_allreduce(x, x, 4, GCOLL_FLOAT32, GCOLL_SUM, c) == GCOLL_SUCCESS,
+           "allreduce after the hook was removed");
+    EXPECT(hook_calls == 0, "a removed wait hook ran %lu times", hook_calls);
+}
+
 static int mode_many(void)
 {
     gcoll_comm_t a, b;
@@ -345,6 +394,7 @@ static int mode_many(void)
     test_persistent(a, C_ALLREDUCE, 65537);
     test_persistent(a, C_BCAST, 300001);
     test_misuse(a);
+    test_wait_hook(a);
     EXPECT(gcoll_comm_destroy(b) == GCOLL_SUCCESS, "destroy b");
     EXPECT(gcoll_comm_destroy(a) == GCOLL_SUCCESS, "destroy a");
     return 0;
@@ -367,6 +417,9 @@ static int mode_background(void)
         FAIL("comm_create");
         return 1;
     }
+    int touched = 0;
+    hook_owner = pthread_self();   /* the thread progresses, but must not run the hook */
+    gcoll_wait_hook_set(count_hook, &touched);
     for (int rep = 0; rep < 3; rep++) {
         gcoll_request_t req;
         int done = 0;
@@ -390,6 +443,8 @@ static int mode_background(void)
     double used = cpu_seconds() - t0;
     EXPECT(used < 0.05, "idle progress thread used %.3f s of CPU in 5 s (limit 1%%)", used);
     if (rank == 0) printf("idle CPU over 5 s: %.4f s\n", used);
+    EXPECT(hook_foreign == 0, "the progress thread ran the wait hook %lu times", hook_foreign);
+    gcoll_wait_hook_set(NULL, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     EXPECT(gcoll_comm_destroy(c) == GCOLL_SUCCESS, "destroy");
     return 0;
