@@ -58,53 +58,31 @@ static int failed(MPI_Comm c, gmpi_fn_t fn)
     return MPI_ERR_OTHER;
 }
 
-static gcoll_status_t post(const call_t *a, int persistent, gcoll_request_t *q)
-{
-    switch (a->coll) {
-    case GMPI_ALLREDUCE:
-        return persistent ? gcoll_allreduce_init(a->s, a->r, a->count, a->dt, a->op, a->g, q)
-                          : gcoll_iallreduce(a->s, a->r, a->count, a->dt, a->op, a->g, q);
-    case GMPI_REDUCE:
-        return persistent ? gcoll_reduce_init(a->s, a->r, a->count, a->dt, a->op, a->root, a->g, q)
-                          : gcoll_ireduce(a->s, a->r, a->count, a->dt, a->op, a->root, a->g, q);
-    case GMPI_BCAST:
-        return persistent ? gcoll_bcast_init(a->r, a->count, a->dt, a->root, a->g, q)
-                          : gcoll_ibcast(a->r, a->count, a->dt, a->root, a->g, q);
-    case GMPI_ALLGATHER:
-        return persistent ? gcoll_allgather_init(a->s, a->r, a->count, a->dt, a->g, q)
-                          : gcoll_iallgather(a->s, a->r, a->count, a->dt, a->g, q);
-    case GMPI_REDUCE_SCATTER_BLOCK:
-        return persistent ? gcoll_reduce_scatter_init(a->s, a->r, a->count, a->dt, a->op, a->g, q)
-                          : gcoll_ireduce_scatter(a->s, a->r, a->count, a->dt, a->op, a->g, q);
-    case GMPI_ALLTOALL:
-        return persistent ? gcoll_alltoall_init(a->s, a->r, a->count, a->dt, a->g, q)
-                          : gcoll_ialltoall(a->s, a->r, a->count, a->dt, a->g, q);
-    case GMPI_BARRIER:
-        return persistent ? gcoll_barrier_init(a->g, q) : gcoll_ibarrier(a->g, q);
-    default:
-        return GCOLL_ERR_INTERNAL;
-    }
-}
+/* A decided call in its form: gcoll_<coll> (blocking: it waits inside
+ * libgcoll, whose wait hook keeps MPI's progress going, so the call costs
+ * what a direct one does), gcoll_i<coll> or gcoll_<coll>_init (into *q). */
+#define FORM(name, ...)                                                     \
+    (mode == GMPI_BLOCKING ? gcoll_##name(__VA_ARGS__)                      \
+     : persistent          ? gcoll_##name##_init(__VA_ARGS__, q)            \
+                           : gcoll_i##name(__VA_ARGS__, q))
 
-/* A decided blocking call: libgcoll's blocking collective, which waits
- * inside libgcoll (its wait hook keeps MPI's progress going), so the
- * drop-in's call costs what a direct call does. */
-static gcoll_status_t run_blocking(const call_t *a)
+static gcoll_status_t run(const call_t *a, gmpi_mode_t mode, int persistent, gcoll_request_t *q)
 {
     switch (a->coll) {
-    case GMPI_ALLREDUCE: return gcoll_allreduce(a->s, a->r, a->count, a->dt, a->op, a->g);
-    case GMPI_REDUCE: return gcoll_reduce(a->s, a->r, a->count, a->dt, a->op, a->root, a->g);
-    case GMPI_BCAST: return gcoll_bcast(a->r, a->count, a->dt, a->root, a->g);
-    case GMPI_ALLGATHER: return gcoll_allgather(a->s, a->r, a->count, a->dt, a->g);
+    case GMPI_ALLREDUCE: return FORM(allreduce, a->s, a->r, a->count, a->dt, a->op, a->g);
+    case GMPI_REDUCE: return FORM(reduce, a->s, a->r, a->count, a->dt, a->op, a->root, a->g);
+    case GMPI_BCAST: return FORM(bcast, a->r, a->count, a->dt, a->root, a->g);
+    case GMPI_ALLGATHER: return FORM(allgather, a->s, a->r, a->count, a->dt, a->g);
     case GMPI_REDUCE_SCATTER_BLOCK:
-        return gcoll_reduce_scatter(a->s, a->r, a->count, a->dt, a->op, a->g);
-    case GMPI_ALLTOALL: return gcoll_alltoall(a->s, a->r, a->count, a->dt, a->g);
-    case GMPI_BARRIER: return gcoll_barrier(a->g);
+        return FORM(reduce_scatter, a->s, a->r, a->count, a->dt, a->op, a->g);
+    case GMPI_ALLTOALL: return FORM(alltoall, a->s, a->r, a->count, a->dt, a->g);
+    case GMPI_BARRIER: return FORM(barrier, a->g);
     default: return GCOLL_ERR_INTERNAL;
     }
 }
+#undef FORM
 
-/* Post a decided call in its form.  Returns 1 with the MPI code in *rc when
+/* Run a decided call in its form.  Returns 1 with the MPI code in *rc when
  * libgcoll took it; 0 when it refused at post (counted as a fallback: the
  * caller hands the call to MPI). */
 static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req, int *rc)
@@ -113,7 +91,7 @@ static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req
     int persistent = mode == GMPI_PERSISTENT || mode == GMPI_PERSISTENT_X;
     gcoll_request_t greq = GCOLL_REQUEST_NULL;
     gmpi_inside++;
-    gcoll_status_t st = mode == GMPI_BLOCKING ? run_blocking(a) : post(a, persistent, &greq);
+    gcoll_status_t st = run(a, mode, persistent, &greq);
     gmpi_inside--;
     if (st == GCOLL_ERR_INVALID_ARG || st == GCOLL_ERR_NOT_SUPPORTED) {
         gmpi_count_fallback(fn, why_declined);

@@ -137,7 +137,8 @@ void gmpi_requests_yield(void);
  * part of a persistent one (a generalized request's goes with its handle). */
 void gmpi_request_release(MPI_Request req);
 /* libgcoll's wait hook, installed at set-up: MPI's own progress while a
- * blocking collective that libgcoll serves waits inside libgcoll. */
+ * served blocking collective, or a wait on a served request, waits inside
+ * libgcoll. */
 void gmpi_wait_hook(void *arg);
 
 /* ---- the collectives, shared by the C and Fortran entry points (coll.c).

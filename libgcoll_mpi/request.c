@@ -308,11 +308,17 @@ void gmpi_wait_hook(void *arg)
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
+/* Cheap test before a scan of reqs: none can be ours. */
+static int none_ours(int n, const MPI_Request reqs[])
+{
+    return !reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0;
+}
+
 /* Our not-yet-done requests among reqs: advance each once.  Returns how
  * many of ours are still not done (0 if none of them is ours). */
 size_t gmpi_requests_progress(int n, const MPI_Request reqs[])
 {
-    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return 0;
+    if (none_ours(n, reqs)) return 0;
     size_t pending = 0;
     for (int i = 0; i < n; i++) {
         wrap_t *w = lookup(reqs[i]);
@@ -327,7 +333,7 @@ size_t gmpi_requests_progress(int n, const MPI_Request reqs[])
  * of libgcoll's requests, and MPI's through the wait hook. */
 void gmpi_requests_finish(int n, const MPI_Request reqs[])
 {
-    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return;
+    if (none_ours(n, reqs)) return;
     for (int i = 0; i < n; i++) {
         wrap_t *w = lookup(reqs[i]);
         if (w) finish_one(w);
@@ -336,7 +342,7 @@ void gmpi_requests_finish(int n, const MPI_Request reqs[])
 
 int gmpi_requests_any_ours(int n, const MPI_Request reqs[])
 {
-    if (!reqs || n <= 0 || __atomic_load_n(&n_out, __ATOMIC_RELAXED) == 0) return 0;
+    if (none_ours(n, reqs)) return 0;
     for (int i = 0; i < n; i++)
         if (lookup(reqs[i])) return 1;
     return 0;

@@ -203,11 +203,7 @@ static gcoll_shm_t *parkable(const struct gcoll_request *w)
     return shm;
 }
 
-/* The waiter found nothing to do: hand the core over, or sleep briefly on
- * the segment its request waits on.  A lone waiter on a NODE step has spun
- * on its flags as long as the segment allows already (executor.c): it
- * yields a few times (a peer sharing our CPU often needs just one turn),
- * then sleeps, as a blocking shared-memory collective does. */
+/* gcoll.h: run by a caller's idle_wait, never by the thread. */
 static void (*wait_hook)(void *);
 static void *wait_hook_arg;
 
@@ -220,6 +216,11 @@ gcoll_status_t gcoll_wait_hook_set(void (*hook)(void *arg), void *arg)
     return GCOLL_SUCCESS;
 }
 
+/* The waiter found nothing to do: hand the core over, or sleep briefly on
+ * the segment its request waits on.  A lone waiter on a NODE step has spun
+ * on its flags as long as the segment allows already (executor.c): it
+ * yields a few times (a peer sharing our CPU often needs just one turn),
+ * then sleeps, as a blocking shared-memory collective does. */
 static void idle_wait(const struct gcoll_request *r, unsigned idle)
 {
     if (gcoll_failure_poll(r->comm)) return;   /* a peer failed: r is done */
