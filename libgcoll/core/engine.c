@@ -226,10 +226,10 @@ static void idle_wait(const struct gcoll_request *r, unsigned idle)
     if (gcoll_failure_poll(r->comm)) return;   /* a peer failed: r is done */
     unsigned park = r->x.spin ? ENGINE_SPUN_YIELDS : ENGINE_PARK_POLLS;
     gcoll_shm_t *shm = idle >= park ? parkable(r) : NULL;
-    uint64_t step = shm ? gcoll_shm_step(shm) : 0;
+    gcoll_shm_wait_t point = shm ? gcoll_shm_wait_point(shm) : (gcoll_shm_wait_t){ 0 };
     gcoll_engine_unlock();
     if (wait_hook) wait_hook(wait_hook_arg);   /* another engine's progress */
-    if (shm) gcoll_shm_park(shm, step, ENGINE_PARK_NS);
+    if (shm) gcoll_shm_park(shm, &point, ENGINE_PARK_NS);
     else sched_yield();
     gcoll_engine_lock();
 }
@@ -340,10 +340,10 @@ static void *engine_thread(void *arg)
          * waiting on the node alone, sleep on the segment, so the peer's
          * signal wakes us at once instead of at the end of a nap */
         gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? parkable(NULL) : NULL;
-        uint64_t step = shm ? gcoll_shm_step(shm) : 0;
+        gcoll_shm_wait_t point = shm ? gcoll_shm_wait_point(shm) : (gcoll_shm_wait_t){ 0 };
         thread_unlock();
         if (shm) {
-            gcoll_shm_park(shm, step, ENGINE_PARK_NS);
+            gcoll_shm_park(shm, &point, ENGINE_PARK_NS);
         } else if (idle < ENGINE_PARK_POLLS) {
             sched_yield();
         } else {

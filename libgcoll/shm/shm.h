@@ -98,6 +98,7 @@ typedef struct gcoll_shm_op {
     size_t         t, last;   /* current phase; phases run 0..last */
     size_t         n;         /* chunks */
     size_t         sub, stride;
+    uint64_t       seq;       /* ring forms: the op's number in the ring (shm_ring.c) */
     int            form;      /* which loop body (shm_coll.c) */
     int            zc_form;   /* zero-copy negotiation: the copying form (shm_zcopy.c) */
 } gcoll_shm_op_t;
@@ -120,12 +121,27 @@ int gcoll_shm_op_waits(const gcoll_shm_t *shm, const gcoll_shm_op_t *o);
  * outstanding, which the old blocking loop served the same way. */
 int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls);
 
-/* Sleep until a peer signals step or max_ns pass (futex; no CPU while a
- * peer is late).  For a waiter with nothing else to progress.  step is
- * gcoll_shm_step(), read under the engine lock: the park runs outside it,
- * while another thread's pass may advance the segment. */
-uint64_t gcoll_shm_step(const gcoll_shm_t *shm);
-void gcoll_shm_park(gcoll_shm_t *shm, uint64_t step, long max_ns);
+/* What the segment's op in progress waits for: the peers' signal of this
+ * rank's last step, or (a ring op, shm_ring.c) every other rank (from < 0)
+ * or rank `from` to have finished ring op seq (FREE) or published its
+ * payload of ring op seq (DATA). */
+enum { GCOLL_SHM_RING_NONE = 0, GCOLL_SHM_RING_FREE, GCOLL_SHM_RING_DATA };
+typedef struct {
+    int      kind;
+    int      from;
+    uint64_t seq;
+} gcoll_shm_ring_wait_t;
+typedef struct {
+    uint64_t              step;
+    gcoll_shm_ring_wait_t ring;   /* kind NONE: the step */
+} gcoll_shm_wait_t;
+
+/* Sleep until a peer moves what the segment waits for, or max_ns pass
+ * (futex; no CPU while a peer is late).  For a waiter with nothing else to
+ * progress.  The wait point is read under the engine lock: the park runs
+ * outside it, while another thread's pass may advance the segment. */
+gcoll_shm_wait_t gcoll_shm_wait_point(const gcoll_shm_t *shm);
+void gcoll_shm_park(gcoll_shm_t *shm, const gcoll_shm_wait_t *w, long max_ns);
 
 /* Mark the segment's step counters as no longer agreed (a wait timed out
  * or was abandoned): every later call fails with GCOLL_ERR_TRANSPORT. */

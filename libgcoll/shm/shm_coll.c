@@ -28,7 +28,8 @@
  * inputs itself: one synchronisation instead of two.
  *
  * reduce: the large allreduce without the copy-out on non-roots (small:
- * only the root reduces).  reduce_scatter: phase t copies in sub-chunk t of
+ * only the root reduces, its inputs queued in the ring of shm_ring.c, as
+ * are bcasts up to 32 KiB).  reduce_scatter: phase t copies in sub-chunk t of
  * every block others own and reduces sub-chunk t-1 of the own block straight
  * into dst.  allgather / bcast: phase t copies in chunk t, copies out chunk
  * t-1 of the others' (the root's) buffer.
@@ -67,7 +68,7 @@
 #define GCOLL_SHM_SMALL (16u << 10)   /* one-step allreduce at least this far */
 #define GCOLL_SHM_SMALL_WORK (256u << 10) /* ... and while P * bytes stays below this */
 #define GCOLL_SHM_NT_MIN (16u << 20)  /* results this large bypass the caches */
-#define FOLD_BLOCK      (8u << 10)    /* accumulator + inputs stay in L1 */
+#define FOLD_BLOCK      GCOLL_SHM_FOLD_BLOCK
 
 typedef struct { size_t off, len; } shm_seg_t;
 
@@ -186,6 +187,12 @@ static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, int nt, cons
         if (alias) shm_copy((unsigned char *)out + b, acc, m * dts, nt & FOLD_NT_OUT);
         if (copy) shm_copy((unsigned char *)copy + b, acc, m * dts, nt & FOLD_NT_COPY);
     }
+}
+
+void gcoll_shm_fold_inputs(const gcoll_shm_t *shm, void *out, const void *const *in, int n,
+                           size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch)
+{
+    shm_fold(shm, out, NULL, 0, in, n, count, dtype, op, scratch);
 }
 
 /* ---- allreduce and reduce ---------------------------------------------- */
@@ -432,6 +439,7 @@ enum {
     SHM_FORM_AG,
     SHM_FORM_BCAST,
     SHM_FORM_BARRIER,
+    SHM_FORM_RING,       /* small bcast / reduce through the ring (shm_ring.c) */
     SHM_FORM_ZC          /* zero-copy negotiation, then its forms (shm_zcopy.c) */
 };
 
@@ -558,6 +566,10 @@ static int shm_last_phase_idle(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     *done = 0;
+    if (o->form == SHM_FORM_RING) {   /* outside the step protocol */
+        gcoll_shm_ring_progress(shm, o, done);
+        return GCOLL_SUCCESS;
+    }
     for (int phases = 0;; phases++) {
         if (o->waiting) {
             if (phases >= SHM_PHASES_PER_CALL || !gcoll_shm_all_arrived(shm)) return GCOLL_SUCCESS;
@@ -585,17 +597,27 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
 
 int gcoll_shm_op_waits(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    return o->waiting || (shm->held && o->form != SHM_FORM_NONE);
+    int ring = o->form == SHM_FORM_RING;
+    return o->waiting || (shm->held && o->form != SHM_FORM_NONE && !ring);
+}
+
+/* Whether the op may move now (what it waits for has come). */
+static int shm_op_ready(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    if (o->form != SHM_FORM_RING) return gcoll_shm_all_arrived(shm);
+    for (int j = 0; j < shm->size; j++)
+        if (gcoll_shm_ring_late(shm, &shm->ring_wait, j)) return 0;
+    return 1;
 }
 
 int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls)
 {
     if (!gcoll_shm_op_waits(shm, o)) return 1;
     for (int i = 0; i < polls; i++) {
-        if (gcoll_shm_all_arrived(shm)) return 1;
+        if (shm_op_ready(shm, o)) return 1;
         gcoll_shm_pause();
     }
-    return gcoll_shm_all_arrived(shm);
+    return shm_op_ready(shm, o);
 }
 
 /* ---- starting an op: argument checks and the shape of its loop ---------- */
@@ -610,6 +632,12 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
     if (!want) o->dst = NULL;
     if (shm->size == 1) {
         if (o->src != o->dst) memcpy(o->dst, o->src, o->bytes);
+        return GCOLL_SUCCESS;
+    }
+    if (o->coll == GCOLL_COLL_REDUCE && o->bytes <= shm_small_max(shm) &&
+        o->bytes <= GCOLL_SHM_RING_SLOT) {
+        o->form = SHM_FORM_RING;
+        gcoll_shm_ring_start(shm, o);
         return GCOLL_SUCCESS;
     }
     if (o->bytes <= shm_small_max(shm)) {
@@ -675,6 +703,11 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     if (!o->bytes) return GCOLL_SUCCESS;
     if (!o->dst) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_bcast: NULL buffer");
     if (shm->size == 1) return GCOLL_SUCCESS;
+    if (o->bytes <= GCOLL_SHM_RING_SLOT) {
+        o->form = SHM_FORM_RING;
+        gcoll_shm_ring_start(shm, o);
+        return GCOLL_SUCCESS;
+    }
     o->sub  = shm->area;
     o->n    = ceil_div(o->bytes, o->sub);
     o->tiny = o->bytes <= GCOLL_SHM_INLINE;
@@ -750,7 +783,7 @@ static gcoll_status_t shm_finish(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         GCOLL_TRY(gcoll_shm_op_progress(shm, o, &done));
         if (done) return GCOLL_SUCCESS;
         if (!gcoll_shm_op_spin(shm, o, shm->spin_limit))
-            GCOLL_TRY(gcoll_shm_wait_slow(shm, shm->step));
+            GCOLL_TRY(gcoll_shm_wait_slow(shm));
     }
 }
 

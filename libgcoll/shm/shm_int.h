@@ -15,6 +15,8 @@
  *                     res              slice bytes: the slice this rank
  *                                      reduced, for the others to copy out
  *                   bcast and allgather use an area as one flat buffer.
+ *                   After the two areas, 128-byte aligned: the rank's
+ *                   ring (shm_ring.c) for small rooted collectives.
  *
  * The step protocol.  Each rank counts steps; a step is "store my flag =
  * step (release), then wait until every other rank's flag >= step
@@ -66,6 +68,21 @@
 #define GCOLL_SHM_AREA    (768u << 10)
 #define GCOLL_SHM_MIN_SLICE 4096u
 
+/* The ring of small rooted collectives (shm_ring.c), per rank: lines (a
+ * call's flag, and its payload up to 56 bytes), slots for payloads up to
+ * 2 KiB, and slots for payloads up to 32 KiB.  Writers run up to 64 calls
+ * of 56 bytes, 32 of 2 KiB or 8 larger ones ahead: 8 KiB of lines and
+ * 64 + 256 KiB of slots, which stay in a core's L2. */
+#define GCOLL_SHM_RING_LINES 64
+#define GCOLL_SHM_RING_MID   32
+#define GCOLL_SHM_RING_MID_SLOT (2u << 10)
+#define GCOLL_SHM_RING_DEPTH 8
+#define GCOLL_SHM_RING_SLOT  (32u << 10)
+
+/* Elements of a fold go in blocks of this many bytes: accumulator and
+ * inputs stay in L1 (shm_coll.c). */
+#define GCOLL_SHM_FOLD_BLOCK (8u << 10)
+
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2,
                "the step flags must be lock-free (address-free) to work across processes");
 
@@ -81,6 +98,17 @@ typedef struct {
 } gcoll_shm_ctrl_t;
 
 _Static_assert(sizeof(gcoll_shm_line_t) == GCOLL_SHM_LINE, "line layout");
+
+/* One rank's ring: `done` holds the last ring op this rank finished, each
+ * line's flag the ring op whose payload it announces (inline up to 56
+ * bytes, else in a slot).  The rules are at the top of shm_ring.c. */
+typedef struct {
+    gcoll_shm_line_t done;
+    gcoll_shm_line_t line[GCOLL_SHM_RING_LINES];
+    unsigned char    mid[GCOLL_SHM_RING_MID][GCOLL_SHM_RING_MID_SLOT];
+    unsigned char    slot[GCOLL_SHM_RING_DEPTH][GCOLL_SHM_RING_SLOT];
+} gcoll_shm_ring_t;
+
 
 /* How this rank writes the slice it reduced, per size class (log2 of the
  * call's bytes): through the cache or streamed past it (shm_coll.c,
@@ -107,7 +135,10 @@ struct gcoll_shm {
                                     * waits for that before its first phase */
     size_t            slice;       /* bytes of one slice (multiple of 64) */
     size_t            area;        /* (size + 1) * slice */
-    size_t            region;      /* bytes per rank: 2 areas, page aligned */
+    size_t            region;      /* bytes per rank: 2 areas + ring, page aligned */
+    size_t            ring_off;    /* offset of the ring in a region */
+    uint64_t          ring_seq;    /* ring ops started (the same on every rank) */
+    gcoll_shm_ring_wait_t ring_wait;  /* of the ring op in progress, if blocked */
     void             *base;        /* the mapping */
     size_t            map_bytes;
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */
@@ -116,8 +147,10 @@ struct gcoll_shm {
     struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
 };
 
-/* Slow path of a wait: sleep, watch the clock, report the missing ranks. */
-gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step);
+/* Slow path of a wait for what the segment waits for (the peers' signal of
+ * this rank's last step, or a ring op's rule): sleep, watch the clock,
+ * report the missing ranks. */
+gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm);
 
 /* Wake the ranks asleep on a line's flag. */
 void gcoll_shm_wake(gcoll_shm_line_t *line);
@@ -131,13 +164,19 @@ static inline void gcoll_shm_pause(void)
 #endif
 }
 
+/* Store a flag of one's own, publishing the plain stores before it, and
+ * wake whoever sleeps on it. */
+static inline void gcoll_shm_publish(gcoll_shm_line_t *line, uint64_t value)
+{
+    atomic_store_explicit(&line->flag, value, memory_order_seq_cst);   /* before the load below */
+    if (atomic_load_explicit(&line->sleepers, memory_order_seq_cst)) gcoll_shm_wake(line);
+}
+
 /* Signal the next step: publish what this rank wrote in the phase that ends. */
 static inline void gcoll_shm_signal(gcoll_shm_t *shm)
 {
     uint64_t t = ++shm->step;
-    gcoll_shm_line_t *mine = &shm->ctrl[shm->rank].line[t & 1];
-    atomic_store_explicit(&mine->flag, t, memory_order_seq_cst);   /* before the load below */
-    if (atomic_load_explicit(&mine->sleepers, memory_order_seq_cst)) gcoll_shm_wake(mine);
+    gcoll_shm_publish(&shm->ctrl[shm->rank].line[t & 1], t);
 }
 
 /* Whether every other rank has signalled the step this rank signalled last
@@ -167,5 +206,27 @@ static inline unsigned char *gcoll_shm_inline(const gcoll_shm_t *shm, int j, int
 {
     return shm->ctrl[j].line[p].data;
 }
+
+static inline gcoll_shm_ring_t *gcoll_shm_ring(const gcoll_shm_t *shm, int j)
+{
+    return (gcoll_shm_ring_t *)(void *)(shm->data + (size_t)j * shm->region + shm->ring_off);
+}
+
+/* The line a ring wait watches on rank j, and the value it waits for. */
+gcoll_shm_line_t *gcoll_shm_ring_line(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w,
+                                      int j, uint64_t *want);
+
+/* Whether rank j keeps ring wait w waiting (one acquire load). */
+int gcoll_shm_ring_late(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w, int j);
+
+/* out = in[0] op ... op in[n-1] in rank order (shm_coll.c); scratch: one
+ * fold block, used when out aliases an input past the second. */
+void gcoll_shm_fold_inputs(const gcoll_shm_t *shm, void *out, const void *const *in, int n,
+                           size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch);
+
+/* The ring forms (shm_ring.c), for bcasts of at most GCOLL_SHM_RING_SLOT
+ * bytes and small reduces: starting one; running it (never blocks). */
+void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done);
 
 #endif

@@ -73,7 +73,8 @@ static void shm_layout(gcoll_shm_t *shm)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     shm->slice     = shm_slice_bytes(shm->size);
     shm->area      = (size_t)(shm->size + 1) * shm->slice;
-    shm->region    = round_up(2 * shm->area, page);
+    shm->ring_off  = round_up(2 * shm->area, GCOLL_SHM_LINE);
+    shm->region    = round_up(shm->ring_off + sizeof(gcoll_shm_ring_t), page);
     size_t ctrl    = round_up((size_t)shm->size * sizeof(gcoll_shm_ctrl_t), page);
     shm->map_bytes = ctrl + (size_t)shm->size * shm->region;
 }
@@ -247,17 +248,44 @@ static int shm_arrived(const gcoll_shm_t *shm, int j, uint64_t step)
     return atomic_load_explicit(&shm->ctrl[j].line[step & 1].flag, memory_order_acquire) >= step;
 }
 
-static gcoll_status_t shm_timeout(gcoll_shm_t *shm, uint64_t step)
+/* Whether rank j keeps what the segment waits for waiting. */
+static int shm_late(const gcoll_shm_t *shm, const gcoll_shm_wait_t *w, int j)
 {
-    char who[256] = "";
+    if (w->ring.kind != GCOLL_SHM_RING_NONE) return gcoll_shm_ring_late(shm, &w->ring, j);
+    return j != shm->rank && !shm_arrived(shm, j, w->step);
+}
+
+/* The line of rank j that w watches, and the value it waits for. */
+static gcoll_shm_line_t *shm_wait_line(gcoll_shm_t *shm, const gcoll_shm_wait_t *w, int j,
+                                       uint64_t *want)
+{
+    if (w->ring.kind != GCOLL_SHM_RING_NONE) return gcoll_shm_ring_line(shm, &w->ring, j, want);
+    *want = w->step;
+    return &shm->ctrl[j].line[w->step & 1];
+}
+
+gcoll_shm_wait_t gcoll_shm_wait_point(const gcoll_shm_t *shm)
+{
+    return (gcoll_shm_wait_t){ shm->step, shm->ring_wait };
+}
+
+static void shm_list_late(const gcoll_shm_t *shm, const gcoll_shm_wait_t *w, char *buf, size_t len)
+{
     size_t n = 0;
-    for (int j = 0; j < shm->size && n < sizeof(who) - 16; j++)
-        if (j != shm->rank && !shm_arrived(shm, j, step))
-            n += (size_t)snprintf(who + n, sizeof(who) - n, "%s%d", n ? ", " : "", j);
+    if (len) buf[0] = '\0';
+    for (int j = 0; j < shm->size && n + 16 < len; j++)
+        if (shm_late(shm, w, j)) n += (size_t)snprintf(buf + n, len - n, "%s%d", n ? ", " : "", j);
+}
+
+static gcoll_status_t shm_timeout(gcoll_shm_t *shm, const gcoll_shm_wait_t *w)
+{
+    char who[256];
+    shm_list_late(shm, w, who, sizeof(who));
     shm->broken = 1;
     return GCOLL_ERROR(GCOLL_ERR_TIMEOUT,
-                       "local rank %d waited %g s at shared-memory step %llu for local rank(s) %s",
-                       shm->rank, shm->cfg->timeout, (unsigned long long)step, who);
+                       "local rank %d waited %g s at shared-memory %s %llu for local rank(s) %s",
+                       shm->rank, shm->cfg->timeout, w->ring.kind ? "ring op" : "step",
+                       (unsigned long long)(w->ring.kind ? w->ring.seq : w->step), who);
 }
 
 /* The futex word of a flag: its low 32 bits, which change with every step
@@ -294,19 +322,21 @@ static void shm_sleep(gcoll_shm_line_t *line, uint64_t seen)
 #endif
 }
 
-/* Wait for rank j's flag of `step` asleep; see "Waiting" in shm_int.h for
- * why no wake-up is lost. */
-static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, double start)
+/* Wait asleep for rank j to stop holding w up; see "Waiting" in shm_int.h
+ * for why no wake-up is lost. */
+static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, const gcoll_shm_wait_t *w, int j,
+                                      double start)
 {
-    gcoll_shm_line_t *line = &shm->ctrl[j].line[step & 1];
+    uint64_t want;
+    gcoll_shm_line_t *line = shm_wait_line(shm, w, j, &want);
     double limit = shm->cfg->timeout;
     gcoll_status_t st = GCOLL_SUCCESS;
     atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
     for (;;) {
         uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
-        if (seen >= step) break;
+        if (seen >= want) break;
         if (limit > 0 && gcoll_clock_now() - start > limit) {
-            st = shm_timeout(shm, step);
+            st = shm_timeout(shm, w);
             break;
         }
         shm_sleep(line, seen);
@@ -316,13 +346,13 @@ static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, int j, uint64_t step, do
     return st;
 }
 
-gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm, uint64_t step)
+gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm)
 {
+    gcoll_shm_wait_t w = gcoll_shm_wait_point(shm);
     double start = shm->cfg->timeout > 0 ? gcoll_clock_now() : 0;
     for (int j = 0; j < shm->size; j++) {
-        if (j == shm->rank) continue;
-        for (int y = 0; y < SHM_YIELDS && !shm_arrived(shm, j, step); y++) sched_yield();
-        if (!shm_arrived(shm, j, step)) GCOLL_TRY(shm_wait_asleep(shm, j, step, start));
+        for (int y = 0; y < SHM_YIELDS && shm_late(shm, &w, j); y++) sched_yield();
+        if (shm_late(shm, &w, j)) GCOLL_TRY(shm_wait_asleep(shm, &w, j, start));
     }
     return GCOLL_SUCCESS;
 }
@@ -335,29 +365,22 @@ void gcoll_shm_break(gcoll_shm_t *shm)
 
 void gcoll_shm_missing(const gcoll_shm_t *shm, char *buf, size_t len)
 {
-    size_t n = 0;
-    if (len) buf[0] = '\0';
-    for (int j = 0; j < shm->size && n + 16 < len; j++)
-        if (j != shm->rank && !shm_arrived(shm, j, shm->step))
-            n += (size_t)snprintf(buf + n, len - n, "%s%d", n ? ", " : "", j);
+    gcoll_shm_wait_t w = gcoll_shm_wait_point(shm);
+    shm_list_late(shm, &w, buf, len);
 }
 
 /* One nap on the first late peer's flag (see "Waiting" in shm_int.h: the
  * sleepers count makes the signaller wake us). */
-uint64_t gcoll_shm_step(const gcoll_shm_t *shm)
-{
-    return shm->step;
-}
-
-void gcoll_shm_park(gcoll_shm_t *shm, uint64_t step, long max_ns)
+void gcoll_shm_park(gcoll_shm_t *shm, const gcoll_shm_wait_t *w, long max_ns)
 {
     for (int j = 0; j < shm->size; j++) {
-        if (j == shm->rank || shm_arrived(shm, j, step)) continue;
-        gcoll_shm_line_t *line = &shm->ctrl[j].line[step & 1];
+        if (!shm_late(shm, w, j)) continue;
+        uint64_t want;
+        gcoll_shm_line_t *line = shm_wait_line(shm, w, j, &want);
         atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
         uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
 #ifdef __linux__
-        if (seen < step) {
+        if (seen < want) {
             struct timespec nap = { max_ns / 1000000000L, max_ns % 1000000000L };
             syscall(SYS_futex, shm_futex_word(line), FUTEX_WAIT, (uint32_t)seen, &nap, NULL, 0);
         }

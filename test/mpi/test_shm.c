@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "gcoll.h"
-#include "shm/shm.h"
+#include "shm/shm_int.h"   /* the ring's depth and slot size */
 #include "algos/peers.h"
 
 /* The segments' configuration (a communicator's snapshot in the library);
@@ -375,6 +375,156 @@ static void run_back_to_back(void)
     }
 }
 
+/* The ring of small rooted collectives (shm_ring.c): writers run up to
+ * GCOLL_SHM_RING_LINES calls of up to 56 bytes, GCOLL_SHM_RING_MID of up to
+ * 2 KiB, or GCOLL_SHM_RING_DEPTH larger ones, ahead of a late reader, and
+ * no further.  The
+ * late rank sleeps 300 ms; the ring's first DEPTH calls must not wait for
+ * it, the next one must, and every call must deliver its own payload
+ * (a writer that ran further ahead would overwrite an unread slot). */
+#define RING_LATE_S 0.3
+
+static void ring_fill(unsigned char *b, size_t bytes, int call)
+{
+    for (size_t i = 0; i < bytes; i++) b[i] = (unsigned char)(i * 7 + (size_t)call * 13 + 1);
+}
+
+static void ring_check(const char *what, const unsigned char *b, size_t bytes, int call)
+{
+    for (size_t i = 0; i < bytes; i++)
+        if (b[i] != (unsigned char)(i * 7 + (size_t)call * 13 + 1)) {
+            FAIL("%s call %d: byte %zu is %u", what, call, i, b[i]);
+            return;
+        }
+}
+
+static int ring_depth(size_t bytes)
+{
+    if (bytes <= 56) return GCOLL_SHM_RING_LINES;
+    return bytes <= GCOLL_SHM_RING_MID_SLOT ? GCOLL_SHM_RING_MID : GCOLL_SHM_RING_DEPTH;
+}
+
+static void ring_bcast_ahead(size_t bytes, int root)
+{
+    enum { CALLS = 2 * GCOLL_SHM_RING_LINES };
+    const int D = ring_depth(bytes);
+    unsigned char *buf[CALLS];
+    char what[64];
+    snprintf(what, sizeof(what), "ring bcast %zu B root %d", bytes, root);
+    for (int c = 0; c < 2 * D; c++) buf[c] = xmalloc(bytes);
+    int late = (root + 1) % size;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime(), ahead = 0;
+    if (rank == late) usleep((useconds_t)(RING_LATE_S * 1e6));
+    for (int c = 0; c < 2 * D; c++) {
+        if (rank == root) ring_fill(buf[c], bytes, c);
+        gcoll_status_t st = gcoll_shm_bcast(shm, buf[c], bytes, root);
+        if (st) FAIL("%s call %d: %s", what, c, gcoll_last_error());
+        if (c == D - 1) ahead = MPI_Wtime() - t0;
+    }
+    double all = MPI_Wtime() - t0;
+    if (rank == root && ahead > RING_LATE_S / 2)
+        FAIL("%s: the first %d calls took %.3f s: the root waited for the late reader", what, D, ahead);
+    if (rank == root && all < RING_LATE_S * 0.8)
+        FAIL("%s: %d calls took only %.3f s: the root ran more than %d calls ahead", what, 2 * D, all, D);
+    for (int c = 0; c < 2 * D; c++) {
+        ring_check(what, buf[c], bytes, c);
+        free(buf[c]);
+    }
+}
+
+/* Reduce: the non-roots run ahead of a late root; int32 sums of known inputs. */
+static void ring_reduce_ahead(size_t count, int root)
+{
+    enum { CALLS = 2 * GCOLL_SHM_RING_LINES };
+    const int D = ring_depth(count * 4);
+    int32_t *src = xmalloc(count * 4), *dst[CALLS];
+    char what[64];
+    snprintf(what, sizeof(what), "ring reduce %zu x int32 root %d", count, root);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime(), ahead = 0;
+    if (rank == root) usleep((useconds_t)(RING_LATE_S * 1e6));
+    for (int c = 0; c < 2 * D; c++) {
+        for (size_t i = 0; i < count; i++) src[i] = (int32_t)(c * 1000 + rank * 10 + (int)(i % 7));
+        dst[c] = xmalloc(count * 4);
+        gcoll_status_t st = gcoll_shm_reduce(shm, src, rank == root ? dst[c] : NULL, count,
+                                             GCOLL_INT32, GCOLL_SUM, root);
+        if (st) FAIL("%s call %d: %s", what, c, gcoll_last_error());
+        if (c == D - 1) ahead = MPI_Wtime() - t0;
+    }
+    double all = MPI_Wtime() - t0;
+    if (rank != root && ahead > RING_LATE_S / 2)
+        FAIL("%s: the first %d calls took %.3f s: a non-root waited for the late root", what, D, ahead);
+    if (rank != root && all < RING_LATE_S * 0.8)
+        FAIL("%s: %d calls took only %.3f s: a non-root ran more than %d calls ahead", what, 2 * D, all, D);
+    for (int c = 0; c < 2 * D; c++) {
+        for (size_t i = 0; rank == root && i < count; i++) {
+            int32_t want = (int32_t)(size * (c * 1000 + (int)(i % 7)) + 10 * size * (size - 1) / 2);
+            if (dst[c][i] != want) {
+                FAIL("%s call %d: element %zu is %d, want %d", what, c, i, dst[c][i], want);
+                break;
+            }
+        }
+        free(dst[c]);
+    }
+    free(src);
+}
+
+/* Ring ops and step ops mixed with no MPI call between them, roots
+ * rotating, sizes inline, in the slot area, and just past the ring (the
+ * step form); results kept and checked at the end. */
+static void ring_mixed(void)
+{
+    enum { CALLS = 240 };
+    static const size_t sizes[] = { 1, 56, 57, 2048, 2049, 4000, GCOLL_SHM_RING_SLOT,
+                                    GCOLL_SHM_RING_SLOT + 1 };
+    unsigned char *buf[CALLS];
+    float *red[CALLS];
+    for (int c = 0; c < CALLS; c++) {
+        size_t bytes = sizes[(size_t)c % NELEMS(sizes)];
+        int root = (c / 3) % size;
+        buf[c] = xmalloc(bytes);
+        red[c] = NULL;
+        if (c % 3 == 2) {   /* a reduce of bytes / 4 floats, then an allreduce */
+            size_t n = bytes / 4 + 1;
+            float *src = xmalloc(n * 4);
+            fill(src, 0, n, GCOLL_FLOAT32, GCOLL_SUM, 500u + (unsigned)c);
+            red[c] = xmalloc(n * 4);
+            gcoll_status_t st = gcoll_shm_reduce(shm, src, rank == root ? red[c] : NULL, n,
+                                                 GCOLL_FLOAT32, GCOLL_SUM, root);
+            if (st) FAIL("ring mixed reduce %d: %s", c, gcoll_last_error());
+            float x = (float)rank, sum;
+            st = gcoll_shm_allreduce(shm, &x, &sum, 1, GCOLL_FLOAT32, GCOLL_SUM);
+            if (st || sum != (float)(size * (size - 1) / 2)) FAIL("ring mixed allreduce %d", c);
+            free(src);
+        }
+        if (rank == root) ring_fill(buf[c], bytes, c);
+        gcoll_status_t st = gcoll_shm_bcast(shm, buf[c], bytes, root);
+        if (st) FAIL("ring mixed bcast %d: %s", c, gcoll_last_error());
+    }
+    for (int c = 0; c < CALLS; c++) {
+        size_t bytes = sizes[(size_t)c % NELEMS(sizes)];
+        ring_check("ring mixed bcast", buf[c], bytes, c);
+        if (red[c] && rank == (c / 3) % size)
+            expect_ref("ring mixed reduce", red[c], 0, bytes / 4 + 1, GCOLL_FLOAT32, GCOLL_SUM,
+                       500u + (unsigned)c);
+        free(buf[c]);
+        free(red[c]);
+    }
+}
+
+static void run_ring(void)
+{
+    if (size < 2) return;
+    size_t bytes[] = { 8, 56, 57, GCOLL_SHM_RING_MID_SLOT, GCOLL_SHM_RING_MID_SLOT + 1, 20000,
+                       GCOLL_SHM_RING_SLOT };
+    for (size_t b = 0; b < NELEMS(bytes); b++) ring_bcast_ahead(bytes[b], (int)b % size);
+    ring_reduce_ahead(2, 0);
+    ring_reduce_ahead(100, size - 1);
+    ring_reduce_ahead(3000, size - 1);
+    ring_mixed();
+}
+
 /* A rank that never arrives: the others must return GCOLL_ERR_TIMEOUT naming
  * it, and later calls on that executor must fail rather than hang. */
 static void run_timeout(void)
@@ -391,6 +541,21 @@ static void run_timeout(void)
             FAIL("timeout test: message does not name rank 0: %s", gcoll_last_error());
         if (gcoll_shm_barrier(t) != GCOLL_ERR_TRANSPORT) FAIL("timeout test: a broken executor still ran");
     }
+    /* the same for a ring op: readers of a bcast whose root never writes */
+    gcoll_shm_t *r;
+    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &r)) { FAIL("create for ring timeout test: %s", gcoll_last_error()); return; }
+    cfg.timeout = 0.3;
+    if (rank != 0) {
+        char b[8];
+        gcoll_status_t st = gcoll_shm_bcast(r, b, sizeof(b), 0);
+        if (st != GCOLL_ERR_TIMEOUT) FAIL("ring timeout test: got %s, want a timeout", gcoll_strerror(st));
+        else if (!strstr(gcoll_last_error(), "ring op") || !strstr(gcoll_last_error(), "local rank(s) 0"))
+            FAIL("ring timeout test: message does not name the ring and rank 0: %s", gcoll_last_error());
+        if (gcoll_shm_bcast(r, b, sizeof(b), 0) != GCOLL_ERR_TRANSPORT) FAIL("ring timeout test: a broken executor still ran");
+    }
+    cfg.timeout = saved;
+    MPI_Barrier(MPI_COMM_WORLD);
+    gcoll_shm_destroy(r);
     cfg.timeout = saved;
     MPI_Barrier(MPI_COMM_WORLD);
     gcoll_shm_destroy(t);
@@ -524,6 +689,7 @@ int main(int argc, char **argv)
         run_matrix();
         run_write_ways();
         run_back_to_back();
+        run_ring();
         test_barrier();
         run_timeout();
     }

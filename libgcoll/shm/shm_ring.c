@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The ring: small bcasts and reduces without the step barrier.
+ *
+ * In a loop of rooted collectives an MPI's eager messages let the writers
+ * (a bcast's root, a reduce's non-roots) run many calls ahead of the
+ * readers: each call is a copy into a queue.  The step protocol
+ * (shm_int.h) lets a rank run at most one step ahead, so every small bcast
+ * cost its root a round trip to the slowest reader, and at 4 ranks on 2
+ * cores a context switch.  The ring is that queue.
+ *
+ * Every rank of the segment numbers its ring ops 1, 2, 3, ... (the same
+ * numbers everywhere: collectives start in the same order on every rank).
+ * Ring op s is announced in line (s - 1) mod L of each writer's ring, and
+ * its payload travels in that line (up to 56 bytes), or in slot (s - 1) mod
+ * K of the slots of its size class (K slots of 2 KiB, or of 32 KiB), where
+ * the lag K of an inline payload is L.  Two rules, with flags as in the
+ * step protocol (release stores, acquire loads, futex sleepers):
+ *
+ *   write   before writing its payload for op s, a writer waits until every
+ *           other rank's `done` >= s - K, then copies the payload and
+ *           stores the line's flag = s;
+ *   read    a reader of op s waits until the writer's line flag >= s, reads
+ *           the payload;
+ *
+ * and every rank stores its `done` = s when it has finished op s.  The
+ * memory op s writes was last used by op s - K or earlier (a line, by
+ * s - L <= s - K; a slot of its class, by s - K or before, ops of other
+ * classes leaving it alone), which every rank had finished, so a reader
+ * never sees a payload change under it; a line's flag only grows, so a
+ * stale flag (an older op) is never taken for op s.  Writers thus run up
+ * to K ops ahead of the slowest rank.
+ * The ring shares nothing with the step protocol (other memory, other
+ * counters), so ring ops and step ops mix in any order: each keeps the
+ * order of its own kind, and every rank runs the collectives in one order.
+ *
+ * A ring op moves once: it waits for its rule, then does all its work. */
+#include <string.h>
+#include "shm/shm_int.h"
+#include "base/coll_kind.h"
+
+_Static_assert(GCOLL_SHM_RING_MID <= GCOLL_SHM_RING_LINES &&
+               GCOLL_SHM_RING_DEPTH <= GCOLL_SHM_RING_LINES, "a slot lags no more than its line");
+
+static int ring_line(uint64_t seq) { return (int)((seq - 1) % GCOLL_SHM_RING_LINES); }
+
+/* The lag K of op o's size class. */
+static uint64_t ring_lag(const gcoll_shm_op_t *o)
+{
+    if (o->bytes <= GCOLL_SHM_INLINE) return GCOLL_SHM_RING_LINES;
+    return o->bytes <= GCOLL_SHM_RING_MID_SLOT ? GCOLL_SHM_RING_MID : GCOLL_SHM_RING_DEPTH;
+}
+
+/* A bcast's root and a reduce's non-roots write; the others read. */
+static int ring_writes(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    return (o->coll == GCOLL_COLL_BCAST) == (shm->rank == o->root);
+}
+
+/* A writer that found the ring full waits until half of it is free again
+ * (o->waiting: it was blocked before): woken for one free place, it would
+ * write one payload and sleep again, a sleep and a wake-up per call.  Safe:
+ * every reader holds the payloads of the calls up to ours, so it reaches
+ * them without us. */
+static gcoll_shm_ring_wait_t ring_need(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    if (ring_writes(shm, o)) {
+        uint64_t lag = o->waiting ? ring_lag(o) / 2 : ring_lag(o);
+        if (o->seq <= lag) return (gcoll_shm_ring_wait_t){ GCOLL_SHM_RING_NONE, -1, 0 };
+        return (gcoll_shm_ring_wait_t){ GCOLL_SHM_RING_FREE, -1, o->seq - lag };
+    }
+    return (gcoll_shm_ring_wait_t){ GCOLL_SHM_RING_DATA, o->coll == GCOLL_COLL_BCAST ? o->root : -1,
+                                    o->seq };
+}
+
+gcoll_shm_line_t *gcoll_shm_ring_line(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w,
+                                      int j, uint64_t *want)
+{
+    gcoll_shm_ring_t *ring = gcoll_shm_ring(shm, j);
+    *want = w->seq;
+    return w->kind == GCOLL_SHM_RING_FREE ? &ring->done : &ring->line[ring_line(w->seq)];
+}
+
+int gcoll_shm_ring_late(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w, int j)
+{
+    if (w->kind == GCOLL_SHM_RING_NONE || j == shm->rank || (w->from >= 0 && j != w->from))
+        return 0;
+    uint64_t want;
+    gcoll_shm_line_t *line = gcoll_shm_ring_line(shm, w, j, &want);
+    return atomic_load_explicit(&line->flag, memory_order_acquire) < want;
+}
+
+/* Where rank j's payload of op o is: in the op's line when it fits. */
+static unsigned char *ring_payload(const gcoll_shm_t *shm, int j, const gcoll_shm_op_t *o)
+{
+    gcoll_shm_ring_t *ring = gcoll_shm_ring(shm, j);
+    uint64_t k = (o->seq - 1) % ring_lag(o);
+    if (o->bytes <= GCOLL_SHM_INLINE) return ring->line[k].data;
+    return o->bytes <= GCOLL_SHM_RING_MID_SLOT ? ring->mid[k] : ring->slot[k];
+}
+
+void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    o->seq = ++shm->ring_seq;
+}
+
+/* The reduce's root: every rank's input in rank order, its own from src. */
+static void ring_fold(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    static _Thread_local unsigned char scratch[GCOLL_SHM_FOLD_BLOCK] __attribute__((aligned(64)));
+    const void *in[shm->size];
+    for (int k = 0; k < shm->size; k++)
+        in[k] = k == shm->rank ? (const void *)o->src : ring_payload(shm, k, o);
+    gcoll_shm_fold_inputs(shm, o->dst, in, shm->size, o->count, o->dtype, o->op, scratch);
+}
+
+void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
+{
+    gcoll_shm_ring_wait_t need = ring_need(shm, o);
+    for (int j = 0; j < shm->size; j++) {
+        if (gcoll_shm_ring_late(shm, &need, j)) {
+            o->waiting = 1;
+            shm->ring_wait = ring_need(shm, o);   /* for a sleeper and a timeout message */
+            *done = 0;
+            return;
+        }
+    }
+    shm->ring_wait.kind = GCOLL_SHM_RING_NONE;
+    o->waiting = 0;
+    gcoll_shm_ring_t *mine = gcoll_shm_ring(shm, shm->rank);
+    if (ring_writes(shm, o)) {
+        memcpy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
+        gcoll_shm_publish(&mine->line[ring_line(o->seq)], o->seq);
+    } else if (o->coll == GCOLL_COLL_BCAST) {
+        memcpy(o->dst, ring_payload(shm, o->root, o), o->bytes);
+    } else {
+        ring_fold(shm, o);
+    }
+    gcoll_shm_publish(&mine->done, o->seq);
+    *done = 1;
+}
