@@ -397,6 +397,13 @@ static int shm_size_class(size_t bytes)
     return c < GCOLL_SHM_ADAPT_CLASSES ? c : GCOLL_SHM_ADAPT_CLASSES - 1;
 }
 
+/* A bcast root's copy-in has the same choice as a reducer's slice: its
+ * readers copy the chunk out of this core's cache, or out of memory. */
+static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    return o->coll == GCOLL_COLL_BCAST ? &shm->adapt_bcast[o->cls] : &shm->adapt[o->cls];
+}
+
 static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (!o->dst) return;   /* a non-root of reduce writes res only */
@@ -404,8 +411,8 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
         return;
     }
-    o->cls = (uint8_t)shm_size_class(o->bytes);   /* >= 17: large forms only */
-    gcoll_shm_adapt_t *a = &shm->adapt[o->cls];
+    o->cls = (uint8_t)shm_size_class(o->bytes);   /* >= 15: large forms only */
+    gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
     o->stream = (uint8_t)(a->stream ^ (++a->calls == a->next));
     o->t0 = gcoll_clock_now();
@@ -414,7 +421,7 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (!o->cls) return;   /* not measured */
-    gcoll_shm_adapt_t *a = &shm->adapt[o->cls];
+    gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     float ns = (float)((gcoll_clock_now() - o->t0) * 1e9 / (double)o->bytes), *c = &a->cost[o->stream];
     *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
     if (o->stream == a->stream) return;
@@ -509,8 +516,9 @@ static void shm_body_bcast(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     }
     if (o->t < o->n && me == o->root) {
         size_t off = o->t * o->sub;
-        memcpy(shm_flat(shm, o->tiny, o->root, gcoll_shm_wpar(shm)), o->dst + off,
-               min_sz(o->sub, o->bytes - off));
+        shm_copy(shm_flat(shm, o->tiny, o->root, gcoll_shm_wpar(shm)), o->dst + off,
+                 min_sz(o->sub, o->bytes - off), o->stream);
+        shm_copy_done(o->stream);   /* before the step publishes the chunk */
     }
 }
 
@@ -590,7 +598,7 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         }
         o->waiting = 1;
     }
-    if (o->form == SHM_FORM_AR_LARGE) shm_adapt_learn(shm, o);
+    if (o->form == SHM_FORM_AR_LARGE || o->form == SHM_FORM_BCAST) shm_adapt_learn(shm, o);
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -713,6 +721,7 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->tiny = o->bytes <= GCOLL_SHM_INLINE;
     o->form = SHM_FORM_BCAST;
     o->last = o->n;
+    if (shm->rank == o->root) shm_adapt_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 

@@ -143,7 +143,8 @@ struct gcoll_shm {
     size_t            map_bytes;
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */
     unsigned char    *data;        /* region of rank 0 */
-    gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];
+    gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];        /* allreduce / reduce */
+    gcoll_shm_adapt_t adapt_bcast[GCOLL_SHM_ADAPT_CLASSES];  /* a bcast root's copy-in */
     struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
 };
 

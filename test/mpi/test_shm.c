@@ -655,6 +655,14 @@ static void run_write_ways(void)
             if (st) FAIL("write way %d: %s", ways[w], gcoll_last_error());
             if (o.form != 0 && o.stream != (ways[w] == GCOLL_SHM_STREAM_ON))
                 FAIL("write way %d: the op streamed=%d", ways[w], o.stream);
+            /* a bcast root's copy-in takes the same way */
+            st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_BCAST, NULL, buf, 1u << 20, GCOLL_UINT8,
+                                    GCOLL_SUM, 0);
+            done = 0;
+            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+            if (st) FAIL("write way %d, bcast: %s", ways[w], gcoll_last_error());
+            if (rank == 0 && o.stream != (ways[w] == GCOLL_SHM_STREAM_ON))
+                FAIL("write way %d: the bcast root streamed=%d", ways[w], o.stream);
             free(buf);
         }
         for (int ip = 0; ip < 2; ip++) {
@@ -663,6 +671,8 @@ static void run_write_ways(void)
             test_allreduce(65537, GCOLL_INT32, GCOLL_MAX, ip, seed++);
             test_reduce((1u << 20) + 3, GCOLL_INT64, GCOLL_SUM, ip, size - 1, seed++);
         }
+        test_bcast((3u << 20) + 5, size - 1, seed++);
+        test_bcast(65537, 0, seed++);
     }
     cfg.shm_stream = saved;
 }
