@@ -68,7 +68,6 @@
 #define GCOLL_SHM_SMALL (16u << 10)   /* one-step allreduce at least this far */
 #define GCOLL_SHM_SMALL_WORK (256u << 10) /* ... and while P * bytes stays below this */
 #define GCOLL_SHM_NT_MIN (16u << 20)  /* results this large bypass the caches */
-#define FOLD_BLOCK      GCOLL_SHM_FOLD_BLOCK
 
 typedef struct { size_t off, len; } shm_seg_t;
 
@@ -171,7 +170,7 @@ static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, int nt, cons
     }
     int alias = (nt & FOLD_NT_OUT) != 0;   /* streamed out: accumulate in L1 scratch */
     for (int k = 2; k < n; k++) alias |= in[k] == out;
-    size_t blk = min_sz(FOLD_BLOCK, shm->slice) / dts;
+    size_t blk = min_sz(GCOLL_SHM_FOLD_BLOCK, shm->slice) / dts;
     for (size_t o = 0; o < count; o += blk) {
         size_t m = min_sz(blk, count - o), b = o * dts;
         unsigned char *acc = alias ? scratch : (unsigned char *)out + b;
@@ -235,7 +234,7 @@ typedef struct {
  * (see "Writing the reduced slice" below): accumulate in dst, stream res. */
 static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
 {
-    static _Thread_local unsigned char scratch[FOLD_BLOCK] __attribute__((aligned(64)));
+    static _Thread_local unsigned char scratch[GCOLL_SHM_FOLD_BLOCK] __attribute__((aligned(64)));
     const void *in[shm->size];
     int me = shm->rank, rp = gcoll_shm_rpar(shm);
     shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, me);
@@ -612,10 +611,8 @@ int gcoll_shm_op_waits(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 /* Whether the op may move now (what it waits for has come). */
 static int shm_op_ready(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    if (o->form != SHM_FORM_RING) return gcoll_shm_all_arrived(shm);
-    for (int j = 0; j < shm->size; j++)
-        if (gcoll_shm_ring_late(shm, &shm->ring_wait, j)) return 0;
-    return 1;
+    return o->form == SHM_FORM_RING ? gcoll_shm_ring_ready(shm, &shm->ring_wait)
+                                    : gcoll_shm_all_arrived(shm);
 }
 
 int gcoll_shm_op_spin(const gcoll_shm_t *shm, const gcoll_shm_op_t *o, int polls)

@@ -220,6 +220,9 @@ gcoll_shm_line_t *gcoll_shm_ring_line(const gcoll_shm_t *shm, const gcoll_shm_ri
 /* Whether rank j keeps ring wait w waiting (one acquire load). */
 int gcoll_shm_ring_late(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w, int j);
 
+/* Whether no rank keeps ring wait w waiting. */
+int gcoll_shm_ring_ready(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w);
+
 /* out = in[0] op ... op in[n-1] in rank order (shm_coll.c); scratch: one
  * fold block, used when out aliases an input past the second. */
 void gcoll_shm_fold_inputs(const gcoll_shm_t *shm, void *out, const void *const *in, int n,

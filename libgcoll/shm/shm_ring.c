@@ -113,16 +113,21 @@ static void ring_fold(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     gcoll_shm_fold_inputs(shm, o->dst, in, shm->size, o->count, o->dtype, o->op, scratch);
 }
 
+int gcoll_shm_ring_ready(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w)
+{
+    for (int j = 0; j < shm->size; j++)
+        if (gcoll_shm_ring_late(shm, w, j)) return 0;
+    return 1;
+}
+
 void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     gcoll_shm_ring_wait_t need = ring_need(shm, o);
-    for (int j = 0; j < shm->size; j++) {
-        if (gcoll_shm_ring_late(shm, &need, j)) {
-            o->waiting = 1;
-            shm->ring_wait = ring_need(shm, o);   /* for a sleeper and a timeout message */
-            *done = 0;
-            return;
-        }
+    if (!gcoll_shm_ring_ready(shm, &need)) {
+        o->waiting = 1;
+        shm->ring_wait = ring_need(shm, o);   /* for a sleeper and a timeout message */
+        *done = 0;
+        return;
     }
     shm->ring_wait.kind = GCOLL_SHM_RING_NONE;
     o->waiting = 0;
