@@ -60,14 +60,20 @@ if command -v flock >/dev/null 2>&1; then exec 9>test/mpi/mpi-jobs.lock; flock 9
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# run OUT NP [-x VAR=VAL ...] -- PROG ARGS: stdout+stderr to $tmp/OUT, rc to $tmp/OUT.rc
+# run OUT NP [-x VAR=VAL ...] -- PROG ARGS: stdout, then stderr, to $tmp/OUT,
+# rc to $tmp/OUT.rc.  Apart, then joined: the launcher forwards the ranks'
+# stdout and stderr on two pipes, and one file for both spliced rank 0's
+# report into a line of rank 1's digests now and then (a digest and a served
+# count lost, the job failed).
 run() {
     local out=$1 np=$2; shift 2
     local xs=()
     while [ "$1" != -- ]; do xs+=("$1"); shift; done
     shift
-    timeout "$JOB_TIMEOUT" "$LAUNCH" --mca mpi_yield_when_idle 1 -n "$np" "${xs[@]}" "$@" >"$tmp/$out" 2>&1
+    timeout "$JOB_TIMEOUT" "$LAUNCH" --mca mpi_yield_when_idle 1 -n "$np" "${xs[@]}" "$@" \
+        >"$tmp/$out" 2>"$tmp/$out.err"
     echo $? >"$tmp/$out.rc"
+    cat "$tmp/$out.err" >>"$tmp/$out"
 }
 PRE=(-x "LD_PRELOAD=$LIB" -x "LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 
