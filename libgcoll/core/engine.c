@@ -336,16 +336,19 @@ static void *engine_thread(void *arg)
             continue;
         }
         if (++idle < ENGINE_SPIN_POLLS) continue;
-        /* peers are late: give the core to the application (or to them);
-         * waiting on the node alone, sleep on the segment, so the peer's
-         * signal wakes us at once instead of at the end of a nap */
-        gcoll_shm_t *shm = idle >= ENGINE_PARK_POLLS ? parkable(NULL) : NULL;
+        /* Peers are late: give the core to the application.  Sleep, never
+         * yield: the thread shares its core with a computing rank (on a
+         * cluster node every core runs one), and a yield to a thread that
+         * computes returns only at the scheduler's next tick (4 ms at
+         * HZ=250), while a thread that sleeps is woken at its time and,
+         * having used little CPU, preempts the computation at once.
+         * Waiting on the node alone, sleep on the segment, so the peer's
+         * signal wakes us at once instead of at the end of a nap. */
+        gcoll_shm_t *shm = parkable(NULL);
         gcoll_shm_wait_t point = shm ? gcoll_shm_wait_point(shm) : (gcoll_shm_wait_t){ 0 };
         thread_unlock();
         if (shm) {
             gcoll_shm_park(shm, &point, ENGINE_PARK_NS);
-        } else if (idle < ENGINE_PARK_POLLS) {
-            sched_yield();
         } else {
             struct timespec nap = { 0, 20 * 1000 };
             nanosleep(&nap, NULL);
