@@ -17,9 +17,16 @@
  * the call takes the C path's decision (coll.c), fallback included; a
  * nonblocking call's C request goes back as MPI_Request_c2f's handle,
  * as Open MPI's own wrapper does.  Fortran's MPI_WAIT & co., which would
- * call PMPI_Wait directly, are wrapped in fortran_wait.c.  The persistent
- * forms (MPI_ALLREDUCE_INIT, MPIX_ALLREDUCE_INIT) are not intercepted from
- * Fortran: they run in MPI, as do their MPI_START and waits. */
+ * call PMPI_Wait directly, are wrapped in fortran_wait.c.
+ *
+ * The persistent forms too, in the spellings the MPI declares (persist.c):
+ * MPI-4's mpi_allreduce_init_ ... and Open MPI 4.1's mpix_allreduce_init_
+ * ... (use mpi_ext; under mpi_f08, use mpi_f08_ext: mpix_allreduce_init_f08_).
+ * After the conversions they call persist.c's C function of the same
+ * spelling (MPIX_Allreduce_init ...), which takes the decision and counts
+ * it; Fortran's MPI_START / MPI_STARTALL (fortran_wait.c) start a served
+ * request through request.c, and the wait family completes it, leaving it
+ * inactive until MPI_REQUEST_FREE. */
 #include <stddef.h>
 #include "gmpi.h"
 
@@ -278,3 +285,98 @@ ALIASES(f_iallgather, mpi_iallgather, MPI_IALLGATHER)
 ALIASES(f_ireduce_scatter_block, mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK)
 ALIASES(f_ialltoall, mpi_ialltoall, MPI_IALLTOALL)
 ALIASES(f_ibarrier, mpi_ibarrier, MPI_IBARRIER)
+
+/* ---- persistent: the conversions (info too), then persist.c's C function
+ * of the same spelling, whose decision and counters are the C callers'. ---- */
+/* DEFINE_F_INIT(MPIX, mpix) defines f_mpix_allreduce_init ..., calling
+ * MPIX_Allreduce_init ..., under the names mpix_allreduce_init_ ... */
+#define DEFINE_F_INIT(P, p)                                                                  \
+    static void f_##p##_allreduce_init(void *s, void *r, MPI_Fint *count, MPI_Fint *dt,      \
+                                       MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info,         \
+                                       MPI_Fint *freq, MPI_Fint *ierr)                       \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Allreduce_init(f_buf(s), (void *)f_buf(r), *count, PMPI_Type_f2c(*dt),  \
+                                    PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm),                  \
+                                    PMPI_Info_f2c(*info), &q);                               \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    static void f_##p##_reduce_init(void *s, void *r, MPI_Fint *count, MPI_Fint *dt,         \
+                                    MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm,            \
+                                    MPI_Fint *info, MPI_Fint *freq, MPI_Fint *ierr)          \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Reduce_init(f_buf(s), (void *)f_buf(r), *count, PMPI_Type_f2c(*dt),     \
+                                 PMPI_Op_f2c(*op), *root, PMPI_Comm_f2c(*comm),              \
+                                 PMPI_Info_f2c(*info), &q);                                  \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    static void f_##p##_bcast_init(void *b, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root,   \
+                                   MPI_Fint *comm, MPI_Fint *info, MPI_Fint *freq,           \
+                                   MPI_Fint *ierr)                                           \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Bcast_init((void *)f_buf(b), *count, PMPI_Type_f2c(*dt), *root,         \
+                                PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &q);             \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    static void f_##p##_allgather_init(void *s, MPI_Fint *sc, MPI_Fint *st, void *r,         \
+                                       MPI_Fint *rc_, MPI_Fint *rt, MPI_Fint *comm,          \
+                                       MPI_Fint *info, MPI_Fint *freq, MPI_Fint *ierr)       \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Allgather_init(f_buf(s), *sc, PMPI_Type_f2c(*st), (void *)f_buf(r),     \
+                                    *rc_, PMPI_Type_f2c(*rt), PMPI_Comm_f2c(*comm),          \
+                                    PMPI_Info_f2c(*info), &q);                               \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    static void f_##p##_reduce_scatter_block_init(void *s, void *r, MPI_Fint *rcount,        \
+                                                  MPI_Fint *dt, MPI_Fint *op,                \
+                                                  MPI_Fint *comm, MPI_Fint *info,            \
+                                                  MPI_Fint *freq, MPI_Fint *ierr)            \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Reduce_scatter_block_init(f_buf(s), (void *)f_buf(r), *rcount,          \
+                                               PMPI_Type_f2c(*dt), PMPI_Op_f2c(*op),         \
+                                               PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &q); \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    static void f_##p##_alltoall_init(void *s, MPI_Fint *sc, MPI_Fint *st, void *r,          \
+                                      MPI_Fint *rc_, MPI_Fint *rt, MPI_Fint *comm,           \
+                                      MPI_Fint *info, MPI_Fint *freq, MPI_Fint *ierr)        \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Alltoall_init(f_buf(s), *sc, PMPI_Type_f2c(*st), (void *)f_buf(r),      \
+                                   *rc_, PMPI_Type_f2c(*rt), PMPI_Comm_f2c(*comm),           \
+                                   PMPI_Info_f2c(*info), &q);                                \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    static void f_##p##_barrier_init(MPI_Fint *comm, MPI_Fint *info, MPI_Fint *freq,         \
+                                     MPI_Fint *ierr)                                         \
+    {                                                                                        \
+        MPI_Request q = MPI_REQUEST_NULL;                                                    \
+        int rc = P##_Barrier_init(PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), &q);           \
+        F_REQ(rc, q, freq);                                                                  \
+        SET_IERR(ierr, rc);                                                                  \
+    }                                                                                        \
+    ALIASES(f_##p##_allreduce_init, p##_allreduce_init, P##_ALLREDUCE_INIT)                  \
+    ALIASES(f_##p##_reduce_init, p##_reduce_init, P##_REDUCE_INIT)                           \
+    ALIASES(f_##p##_bcast_init, p##_bcast_init, P##_BCAST_INIT)                              \
+    ALIASES(f_##p##_allgather_init, p##_allgather_init, P##_ALLGATHER_INIT)                  \
+    ALIASES(f_##p##_reduce_scatter_block_init, p##_reduce_scatter_block_init,                \
+            P##_REDUCE_SCATTER_BLOCK_INIT)                                                   \
+    ALIASES(f_##p##_alltoall_init, p##_alltoall_init, P##_ALLTOALL_INIT)                     \
+    ALIASES(f_##p##_barrier_init, p##_barrier_init, P##_BARRIER_INIT)
+
+#if GMPI_HAVE_PERSISTENT
+DEFINE_F_INIT(MPI, mpi)
+#endif
+#if GMPI_HAVE_PERSISTENT_X
+DEFINE_F_INIT(MPIX, mpix)
+#endif

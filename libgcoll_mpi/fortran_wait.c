@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fortran's wait family: MPI_WAIT, MPI_TEST, MPI_WAITALL, MPI_TESTALL,
  * MPI_WAITANY, MPI_TESTANY, MPI_WAITSOME, MPI_TESTSOME, MPI_REQUEST_FREE,
- * MPI_REQUEST_GET_STATUS, in the spellings of fortran.c (mpif.h / use mpi:
- * mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT; use mpi_f08: mpi_wait_f08_).
+ * MPI_REQUEST_GET_STATUS, then MPI_START and MPI_STARTALL, in the spellings
+ * of fortran.c (mpif.h / use mpi: mpi_wait_, mpi_wait__, mpi_wait,
+ * MPI_WAIT; use mpi_f08: mpi_wait_f08_).
  *
  * Open MPI's Fortran MPI_WAIT calls PMPI_Wait directly, so the wrapped C
  * MPI_Wait never sees a Fortran wait, and a request of ours (fortran.c's
@@ -196,6 +197,33 @@ static void f_request_get_status(int f08, MPI_Fint *req, MPI_Fint *flag, MPI_Fin
     REAL(f08, mpi_request_get_status, MPI_REQUEST_GET_STATUS, test_t)(req, flag, status, ierr);
 }
 
+/* MPI_START and MPI_STARTALL: the MPI's own call PMPI_Start directly, so a
+ * served persistent request (fortran.c's MPIX_ALLREDUCE_INIT ...) would
+ * start its proxy receive without libgcoll's collective.  These call
+ * request.c's C MPI_Start / MPI_Startall, which start ours through
+ * libgcoll and hand the others to PMPI_Start; a handle that MPI replaced
+ * goes back converted, as Open MPI's own wrapper does.  f08 is unused: no
+ * MPI Fortran function is called. */
+static void f_start(int f08, MPI_Fint *req, MPI_Fint *ierr)
+{
+    (void)f08;
+    MPI_Request c = PMPI_Request_f2c(*req), was = c;
+    int rc = MPI_Start(&c);
+    if (rc == MPI_SUCCESS && c != was) *req = PMPI_Request_c2f(c);
+    if (ierr) *ierr = rc;
+}
+
+static void f_startall(int f08, MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *ierr)
+{
+    (void)f08;
+    MPI_Request buf[SMALL], *c = c_reqs(*n, reqs, buf);
+    int rc = *n <= 0 ? MPI_Startall(*n, NULL) : c ? MPI_Startall(*n, c) : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        for (int i = 0; c && i < *n; i++) reqs[i] = PMPI_Request_c2f(c[i]);
+    c_reqs_free(c, buf);
+    if (ierr) *ierr = rc;
+}
+
 /* ---- the symbols: one entry for the mpif.h spellings, one for mpi_f08 ---- */
 #define UNPAREN(...) __VA_ARGS__
 #define ENTRIES(body, lower, upper, params, args)                                     \
@@ -228,3 +256,6 @@ ENTRIES(f_testsome, mpi_testsome, MPI_TESTSOME,
 ENTRIES(f_request_free, mpi_request_free, MPI_REQUEST_FREE, (MPI_Fint *r, MPI_Fint *e), (r, e))
 ENTRIES(f_request_get_status, mpi_request_get_status, MPI_REQUEST_GET_STATUS,
         (MPI_Fint *r, MPI_Fint *fl, MPI_Fint *st, MPI_Fint *e), (r, fl, st, e))
+ENTRIES(f_start, mpi_start, MPI_START, (MPI_Fint *r, MPI_Fint *e), (r, e))
+ENTRIES(f_startall, mpi_startall, MPI_STARTALL, (MPI_Fint *n, MPI_Fint *r, MPI_Fint *e),
+        (n, r, e))

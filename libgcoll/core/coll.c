@@ -161,6 +161,42 @@ static gcoll_status_t build(gcoll_comm_t comm, const call_t *k, const gcoll_algo
     return gcoll_algo_build(algo, a, &world, k->dtype, k->op, s);
 }
 
+/* What runs a call, at TRACE (run_coll.sh reads these lines). */
+static void trace_call(const struct gcoll_request *r, const char *how)
+{
+    const call_t *k = &r->call;
+    gcoll_trace("%s count=%zu dtype=%s op=%s root=%d: %s, %u rounds, %u steps%s", k->fn,
+                k->count, gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), k->root,
+                r->algo_name, r->sched.nrounds, r->sched.nsteps, how);
+}
+
+/* The same call, but for its name (the blocking, nonblocking and
+ * persistent forms of one collective build the same schedule). */
+static int same_call(const call_t *a, const call_t *b)
+{
+    return a->coll == b->coll && a->sendbuf == b->sendbuf && a->recvbuf == b->recvbuf &&
+           a->count == b->count && a->dtype == b->dtype && a->op == b->op &&
+           a->root == b->root && a->compressor == b->compressor;
+}
+
+/* r is to run call k: keeps r's schedule when it was built for the same
+ * call under the selection in force (a loop of identical calls, every
+ * training step, takes the same pooled request back: no select, no build),
+ * else describes k and says a build is needed.  Every rank decides alike:
+ * selection and build depend on the call's shape only, never on this
+ * rank's pointers, so a rank that rebuilds gets the schedule it kept. */
+static int keeps_schedule(gcoll_comm_t comm, struct gcoll_request *r, const call_t *k)
+{
+    if (r->built && r->built_epoch == comm->select_epoch && same_call(&r->call, k)) {
+        r->call.fn = k->fn;
+        trace_call(r, " (kept)");
+        return 1;
+    }
+    r->call  = *k;
+    r->built = 0;
+    return 0;
+}
+
 /* Select an algorithm and build its schedule into r, with r's buffers. */
 static gcoll_status_t prepare_host(gcoll_comm_t comm, struct gcoll_request *r)
 {
@@ -186,13 +222,14 @@ static gcoll_status_t prepare_host(gcoll_comm_t comm, struct gcoll_request *r)
         st = build(comm, k, algo, &a, &r->sched);
     }
     GCOLL_TRY(st);
-    gcoll_trace("%s count=%zu dtype=%s op=%s root=%d: %s, %u rounds, %u steps", k->fn, k->count,
-                gcoll_dtype_name(k->dtype), gcoll_op_name(k->op), k->root, algo->name,
-                r->sched.nrounds, r->sched.nsteps);
+    r->algo_name = algo->name;
+    trace_call(r, "");
     if (r->sched.scratch_bytes) GCOLL_TRY(gcoll_request_scratch(r, r->sched.scratch_bytes));
     r->bufs[GCOLL_BUF_SEND] = (void *)send;
     r->bufs[GCOLL_BUF_RECV] = recv;
     r->bufs[GCOLL_BUF_SCRATCH] = r->scratch;
+    r->built = 1;
+    r->built_epoch = comm->select_epoch;
     return GCOLL_SUCCESS;
 }
 
@@ -213,8 +250,7 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
     gcoll_engine_lock();   /* one lock for the whole call: pool, build, wait */
     gcoll_status_t st = gcoll_request_get(comm, &r);
     if (st == GCOLL_SUCCESS) {
-        r->call = *k;
-        st = prepare_host(comm, r);
+        st = keeps_schedule(comm, r, k) ? GCOLL_SUCCESS : prepare_host(comm, r);
         if (st == GCOLL_SUCCESS) {
             gcoll_exec_start(r);
             gcoll_engine_enqueue(r, 1);
@@ -365,12 +401,25 @@ static int eager(const call_t *k, const shape_t *sh)
     return !moves(k, sh) || sh->send_dev >= 0 || sh->recv_dev >= 0;
 }
 
-/* The call's arguments checked, and where its buffers live. */
+/* The call's arguments checked, and where its buffers live.  validate is
+ * a pure function of the call and the communicator's size and rank, so the
+ * last call of each collective that passed is kept and an identical one is
+ * not checked again (a tenth of a small call); the memory types are asked
+ * again, as a buffer's type can change under the same address. */
 static gcoll_status_t call_shape(gcoll_comm_t comm, const call_t *k, shape_t *sh)
 {
     sh->sbytes = sh->dbytes = 0;
     sh->send_dev = sh->recv_dev = -1;
-    GCOLL_TRY(validate(comm, k, &sh->sbytes, &sh->dbytes));
+    GCOLL_TRY(gcoll_comm_check(comm));
+    if (same_call(&comm->checked[k->coll].call, k)) {
+        sh->sbytes = comm->checked[k->coll].sbytes;
+        sh->dbytes = comm->checked[k->coll].dbytes;
+    } else {
+        GCOLL_TRY(validate(comm, k, &sh->sbytes, &sh->dbytes));
+        comm->checked[k->coll].call   = *k;
+        comm->checked[k->coll].sbytes = sh->sbytes;
+        comm->checked[k->coll].dbytes = sh->dbytes;
+    }
     if (moves(k, sh)) {
         /* one pointer query per buffer and call (none without a GPU) */
         sh->send_dev = gcoll_cuda_device_of(k->sendbuf);
@@ -469,10 +518,10 @@ static gcoll_status_t coll_post(gcoll_comm_t comm, const call_t *k, int persiste
     gcoll_engine_lock();   /* the pool is shared with whoever completes requests */
     gcoll_status_t st = gcoll_request_get(comm, &r);
     if (st == GCOLL_SUCCESS) {
-        r->call = *k;
+        int kept = keeps_schedule(comm, r, k);
         r->persistent = (uint8_t)persistent;
         r->eager = (uint8_t)eager(k, &sh);
-        st = r->eager ? GCOLL_SUCCESS : prepare_host(comm, r);
+        st = r->eager || kept ? GCOLL_SUCCESS : prepare_host(comm, r);
         if (st != GCOLL_SUCCESS) gcoll_request_put(r);
     }
     gcoll_engine_unlock();
@@ -589,8 +638,7 @@ gcoll_status_t gcoll_coll_post_child(gcoll_comm_t comm, const call_t *k,
         gcoll_comm_fail(comm, st);
         return st;
     }
-    r->call = *k;
-    st = prepare_host(comm, r);
+    st = keeps_schedule(comm, r, k) ? GCOLL_SUCCESS : prepare_host(comm, r);
     if (st != GCOLL_SUCCESS) {
         gcoll_request_put(r);
         gcoll_comm_fail(comm, st);   /* the caller's task fails its own comm too */

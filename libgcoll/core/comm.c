@@ -261,6 +261,7 @@ static gcoll_status_t comm_create(MPI_Comm mpi_comm, const struct gcoll_comm *pa
     c->failure.comm = MPI_COMM_NULL;
     c->failure.recv = MPI_REQUEST_NULL;
     c->parent   = (struct gcoll_comm *)parent;
+    for (int k = 0; k < GCOLL_COLL_COUNT; k++) c->checked[k].call.coll = GCOLL_COLL_COUNT;
     gcoll_sched_init(&c->sched);
     if (MPI_Comm_dup(mpi_comm, &c->mpi_comm) != MPI_SUCCESS) {
         c->mpi_comm = MPI_COMM_NULL;

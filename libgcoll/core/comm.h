@@ -12,6 +12,7 @@
 #include "transport/transport.h"
 #include "algos/algo.h"
 #include "core/failure.h"
+#include "core/request.h"
 
 #define GCOLL_COMM_MAGIC 0x67636f6cu  /* "gcol" */
 
@@ -53,6 +54,16 @@ struct gcoll_comm {
         const void         *row;          /* its gcoll_tune_row_t, or NULL */
         const gcoll_algo_t *algo;
     } last_select[GCOLL_COLL_COUNT];
+    /* Bumped whenever a decision may change (a forced algorithm, a table
+     * from the cache): a request's kept schedule is reused only for the
+     * same call under the same epoch (coll.c). */
+    uint32_t              select_epoch;
+    /* The last blocking call per collective that passed validation, and the
+     * bytes it moves: a loop of identical calls is not validated again. */
+    struct {
+        gcoll_call_t      call;         /* coll = GCOLL_COLL_COUNT: none */
+        size_t            sbytes, dbytes;
+    } checked[GCOLL_COLL_COUNT];
 
     gcoll_stats_t         stats;
 

@@ -2,6 +2,7 @@
 /* Registry of live handles: a mutex-protected singly linked list, and the
  * retired memory of destroyed handles (live.h says why it is kept). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/alloc.h"
@@ -21,6 +22,14 @@ typedef struct retired {
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static live_entry_t   *live_head;
 static retired_t      *retired_head;   /* reachable, so no leak checker reports it */
+
+/* Every call checks its handle, so the last handle a thread found live is
+ * remembered with the number of removals seen then: while no handle was
+ * removed since, the same handle is still live, without the lock and the
+ * walk (a call of a few hundred nanoseconds paid ~10% for them). */
+static _Atomic unsigned long removals;
+static __thread const void   *last_found;
+static __thread unsigned long last_removals;
 
 int gcoll_live_add(const void *h)
 {
@@ -42,6 +51,7 @@ void gcoll_live_remove(const void *h)
         if ((*p)->h == h) {
             gone = *p;
             *p   = gone->next;
+            atomic_fetch_add_explicit(&removals, 1, memory_order_relaxed);
             break;
         }
     pthread_mutex_unlock(&live_lock);
@@ -50,10 +60,18 @@ void gcoll_live_remove(const void *h)
 
 int gcoll_live_has(const void *h)
 {
+    if (h && h == last_found &&
+        atomic_load_explicit(&removals, memory_order_relaxed) == last_removals)
+        return 1;
     int found = 0;
     pthread_mutex_lock(&live_lock);
+    unsigned long seen = atomic_load_explicit(&removals, memory_order_relaxed);
     for (live_entry_t *e = live_head; e && !found; e = e->next) found = e->h == h;
     pthread_mutex_unlock(&live_lock);
+    if (found) {
+        last_found    = h;
+        last_removals = seen;
+    }
     return found;
 }
 

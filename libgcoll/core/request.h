@@ -61,6 +61,9 @@ struct gcoll_request {
                                                * by test/wait (MPI's "active") */
     uint8_t               eager;              /* runs at start (device / compressed) */
     uint8_t               caller_only;        /* the progress thread must not touch it */
+    uint8_t               built;              /* sched was built for call (all but fn) */
+    uint32_t              built_epoch;        /* ... under this comm->select_epoch */
+    const char           *algo_name;          /* ... by this algorithm */
     gcoll_status_t        status;             /* outcome of the last completion */
     char                  err[256];           /* its sentence */
     gcoll_call_t          call;

@@ -183,6 +183,7 @@ gcoll_status_t gcoll_select_use_cache(gcoll_comm_t comm, const char *cache_src,
     const gcoll_tune_table_t *t = NULL;
     GCOLL_TRY(table_intern(part, &t));
     comm->tune = t;
+    comm->select_epoch++;
     memset(comm->logged, 0, sizeof(comm->logged));
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     return GCOLL_SUCCESS;
@@ -222,6 +223,7 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
 {
     memset(comm->forced, 0, sizeof(comm->forced));
     memset(comm->logged, 0, sizeof(comm->logged));
+    comm->select_epoch++;
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     gcoll_status_t st = parse_forced(comm, comm->cfg.algo);
     if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->cfg, NULL, NULL, &comm->tune);
@@ -234,6 +236,7 @@ void gcoll_select_force(gcoll_comm_t comm, gcoll_coll_t coll, const gcoll_algo_t
 {
     comm->forced[coll] = algo;
     comm->logged[coll] = 0;
+    comm->select_epoch++;
 }
 
 /* ---- choosing ---------------------------------------------------------------- */

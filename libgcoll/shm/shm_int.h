@@ -139,6 +139,8 @@ struct gcoll_shm {
     size_t            ring_off;    /* offset of the ring in a region */
     uint64_t          ring_seq;    /* ring ops started (the same on every rank) */
     gcoll_shm_ring_wait_t ring_wait;  /* of the ring op in progress, if blocked */
+    uint64_t         *ring_seen;   /* [size]: each rank's ring `done` as a writer
+                                    * last loaded it (shm_ring.c: a lower bound) */
     void             *base;        /* the mapping */
     size_t            map_bytes;
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */

@@ -191,6 +191,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     s->cfg = cfg;
     MPI_Comm_rank(node_comm, &s->rank);
     MPI_Comm_size(node_comm, &s->size);
+    if (shm && !(shm->ring_seen = gcoll_calloc((size_t)s->size, sizeof(uint64_t)))) ok = 0;
     shm_layout(s);
     s->spin_limit = shm_spin_limit(host_comm);
 
@@ -221,6 +222,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     return GCOLL_SUCCESS;
 err:
     if (s->base) munmap(s->base, s->map_bytes);
+    if (shm) free(shm->ring_seen);
     free(shm);
     if (!shm) return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the shm executor");
     if (ok)   /* our part worked: say who did not */
@@ -236,6 +238,7 @@ void gcoll_shm_destroy(gcoll_shm_t *shm)
      * pages alive through their own mappings. */
     gcoll_shm_zc_destroy(shm);
     munmap(shm->base, shm->map_bytes);
+    free(shm->ring_seen);
     free(shm);
 }
 

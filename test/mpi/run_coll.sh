@@ -144,7 +144,8 @@ expected_decline() {
 # forced collective, from each rank's GCOLL_DEBUG=TRACE lines of core/coll.c
 # in LOG.<rank> ("gcoll_allreduce count=7 ...: ring, 3 rounds, 5 steps", and
 # on a decline before it "gcoll_allreduce: <reason>; using <fallback>
-# instead").  Prints "ok: <what ran>" if every rank agrees with
+# instead"; a call that reused its kept schedule ends in " (kept)" and has
+# no decline line of its own).  Prints "ok: <what ran>" if every rank agrees with
 # EXPECTED_DECLINES, else why not.
 judge_forced() {
     local log=$1 forced=$2 np=$3 nodes=$4 entry r verdict first=""
@@ -179,6 +180,9 @@ judge_rank() {
             if ($0 ~ / TRACE coll\.c:[0-9]+ gcoll_[a-z_]+ count=[0-9]+ .*: [A-Za-z0-9_]+, [0-9]+ rounds/) {
                 ran = $0; sub(/, [0-9]+ rounds.*/, "", ran); sub(/.*: /, "", ran)
                 calls++; by[ran]++
+                # a kept schedule (" (kept)", core/coll.c) that is not the
+                # forced algorithm was built after its build declined
+                if ($0 ~ / \(kept\)$/ && ran != algo) declines++
             } else if ($0 ~ /; using [A-Za-z0-9_]+ instead$/) {
                 why = $0; sub(/^.* coll\.c:[0-9]+ gcoll_[a-z_]+: /, "", why); sub(/; using [A-Za-z0-9_]+ instead$/, "", why)
                 declines++

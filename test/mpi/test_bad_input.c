@@ -151,6 +151,13 @@ static void test_destroyed(void)
     gcoll_status_t st = gcoll_comm_create(MPI_COMM_WORLD, &c);
     expect("gcoll_comm_create (to destroy)", st, GCOLL_SUCCESS);
     if (st != GCOLL_SUCCESS) return;
+    /* the same calls as test_dead_handle's first ones, while c is live: a
+     * handle and a call that were checked once (core/live.c, core/coll.c
+     * keep them) must still be refused once c is destroyed */
+    int buf[4] = {0}, out[4] = {0};
+    expect("gcoll_allreduce (before destroy)",
+           gcoll_allreduce(buf, out, 1, GCOLL_INT32, GCOLL_SUM, c), GCOLL_SUCCESS);
+    expect("gcoll_barrier (before destroy)", gcoll_barrier(c), GCOLL_SUCCESS);
     expect("gcoll_comm_destroy", gcoll_comm_destroy(c), GCOLL_SUCCESS);
     test_dead_handle("destroyed", c);
 }

@@ -612,6 +612,60 @@ static void test_nan(void)
         }
 }
 
+/* One set of buffers for calls that differ from the one before in a single
+ * argument (op, count, dtype, root, in place), each run twice: a request
+ * keeps its schedule for an identical call (core/coll.c) and must rebuild
+ * it for any of these.  int32 values, MPI's own collective as reference. */
+static void same_buffers_step(const char *what, int coll, int n, MPI_Datatype t, gcoll_dtype_t dt,
+                              gcoll_op_t op, int root, int inplace, int32_t *send, int32_t *recv,
+                              int32_t *ref)
+{
+    case_t c = {what, &T.types[dt], op, (size_t)n, root, inplace};
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < 2 * n; i++) send[i] = (int32_t)((i * 31 + T.rank * 7 + rep) % 1000);
+        memcpy(recv, send, 2 * (size_t)n * sizeof(int32_t));
+        gcoll_status_t st;
+        if (coll == 0) {
+            MPI_Allreduce(send, ref, n, t, mpi_op(op), MPI_COMM_WORLD);
+            st = gcoll_allreduce(inplace ? recv : send, recv, (size_t)n, dt, op, T.comm);
+        } else if (coll == 1) {
+            MPI_Reduce(send, ref, n, t, mpi_op(op), root, MPI_COMM_WORLD);
+            st = gcoll_reduce(send, recv, (size_t)n, dt, op, root, T.comm);
+        } else {
+            memcpy(ref, send, (size_t)n * sizeof(int32_t));
+            MPI_Bcast(ref, n, t, root, MPI_COMM_WORLD);
+            st = gcoll_bcast(recv, (size_t)n, dt, root, T.comm);
+        }
+        if (!check_status(&c, st)) return;
+        if (coll != 1 || T.rank == root) check_equal(&c, "same buffers", recv, ref, (size_t)n);
+    }
+}
+
+static void test_same_buffers(void)
+{
+    enum { N = 1031 };
+    int32_t *send = xmalloc(2 * N * sizeof(int32_t)), *recv = xmalloc(2 * N * sizeof(int32_t));
+    int32_t *ref = xmalloc(2 * N * sizeof(int32_t));
+    if (selected("allreduce")) {
+        same_buffers_step("allreduce(same buffers)", 0, N, MPI_INT32_T, GCOLL_INT32, GCOLL_SUM, 0, 0, send, recv, ref);
+        same_buffers_step("allreduce(same buffers, op)", 0, N, MPI_INT32_T, GCOLL_INT32, GCOLL_MAX, 0, 0, send, recv, ref);
+        same_buffers_step("allreduce(same buffers, count)", 0, N - 2, MPI_INT32_T, GCOLL_INT32, GCOLL_MAX, 0, 0, send, recv, ref);
+        same_buffers_step("allreduce(same buffers, in place)", 0, N - 2, MPI_INT32_T, GCOLL_INT32, GCOLL_MAX, 0, 1, send, recv, ref);
+        same_buffers_step("allreduce(same buffers, dtype)", 0, (N - 2) / 2, MPI_INT64_T, GCOLL_INT64, GCOLL_MAX, 0, 1, send, recv, ref);
+    }
+    for (int root = 0; root < T.size; root++) {
+        if (selected("reduce")) {
+            same_buffers_step("reduce(same buffers, root)", 1, N, MPI_INT32_T, GCOLL_INT32, GCOLL_SUM, root, 0, send, recv, ref);
+            same_buffers_step("reduce(same buffers, op)", 1, N, MPI_INT32_T, GCOLL_INT32, GCOLL_MIN, root, 0, send, recv, ref);
+        }
+        if (selected("bcast")) {
+            same_buffers_step("bcast(same buffers, root)", 2, N, MPI_INT32_T, GCOLL_INT32, GCOLL_SUM, root, 0, send, recv, ref);
+            same_buffers_step("bcast(same buffers, count)", 2, 7, MPI_INT32_T, GCOLL_INT32, GCOLL_SUM, root, 0, send, recv, ref);
+        }
+    }
+    free(send); free(recv); free(ref);
+}
+
 /* Single node without GCOLL_NODE_SIZE: nothing crosses nodes.  With
  * GCOLL_NODE_SIZE < size something must. */
 static void test_inter_node_bytes(void)
@@ -682,6 +736,7 @@ int main(int argc, char **argv)
         if (selected(colls[k].name)) run_coll((int)k);
     if (selected("allreduce")) test_nan();
     if (selected("barrier")) test_barrier();
+    test_same_buffers();
     test_inter_node_bytes();
     if (gcoll_comm_destroy(T.comm) != GCOLL_SUCCESS) fail(NULL, "gcoll_comm_destroy: %s", gcoll_last_error());
 

@@ -4,9 +4,38 @@
 ! MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, and the other intercepted
 ! collectives; then their nonblocking forms (MPI_IALLREDUCE in place and
 ! not ...), completed by MPI_WAIT, MPI_TEST, MPI_WAITALL beside
-! point-to-point requests, MPI_WAITANY, MPI_WAITSOME and MPI_TESTALL.  run_dropin.sh checks the report says they were served.
+! point-to-point requests, MPI_WAITANY, MPI_WAITSOME and MPI_TESTALL; then
+! the persistent forms (persistent_checks below), in the spelling this MPI
+! declares (MPI-4's MPI_ALLREDUCE_INIT, else Open MPI 4.1's
+! MPIX_ALLREDUCE_INIT of `use mpi_ext`), which it prints as "persistent:
+! PREFIX" (MPI_, MPIX_ or none).  run_dropin.sh checks the report says they
+! were served.  Preprocessed (.F90) for gcoll_build.h's persistent spelling.
+#include "gcoll_build.h"
+#if defined(HAVE_DECL_PMPI_ALLREDUCE_INIT) && HAVE_DECL_PMPI_ALLREDUCE_INIT
+#define P_PREFIX 'MPI_'
+#define P_ALLREDUCE_INIT MPI_ALLREDUCE_INIT
+#define P_REDUCE_INIT MPI_REDUCE_INIT
+#define P_BCAST_INIT MPI_BCAST_INIT
+#define P_ALLGATHER_INIT MPI_ALLGATHER_INIT
+#define P_REDUCE_SCATTER_BLOCK_INIT MPI_REDUCE_SCATTER_BLOCK_INIT
+#define P_ALLTOALL_INIT MPI_ALLTOALL_INIT
+#define P_BARRIER_INIT MPI_BARRIER_INIT
+#elif defined(HAVE_DECL_PMPIX_ALLREDUCE_INIT) && HAVE_DECL_PMPIX_ALLREDUCE_INIT
+#define P_PREFIX 'MPIX_'
+#define P_USE_EXT 1
+#define P_ALLREDUCE_INIT MPIX_ALLREDUCE_INIT
+#define P_REDUCE_INIT MPIX_REDUCE_INIT
+#define P_BCAST_INIT MPIX_BCAST_INIT
+#define P_ALLGATHER_INIT MPIX_ALLGATHER_INIT
+#define P_REDUCE_SCATTER_BLOCK_INIT MPIX_REDUCE_SCATTER_BLOCK_INIT
+#define P_ALLTOALL_INIT MPIX_ALLTOALL_INIT
+#define P_BARRIER_INIT MPIX_BARRIER_INIT
+#endif
 program test_dropin_f
   use mpi
+#ifdef P_USE_EXT
+  use mpi_ext
+#endif
   implicit none
   integer, parameter :: n = 1000
   integer :: ierr, rank, nprocs, i, r, bad, allbad
@@ -201,8 +230,143 @@ program test_dropin_f
   call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
   if (req /= MPI_REQUEST_NULL) bad = bad + 1
 
+#ifdef P_ALLREDUCE_INIT
+  if (rank == 0) print '(a, a)', 'persistent: ', P_PREFIX
+  call persistent_checks()
+#else
+  if (rank == 0) print '(a)', 'persistent: none'
+#endif
+
   call MPI_ALLREDUCE(bad, allbad, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) print '(a, i0, a)', 'fortran use mpi: ', allbad, ' failed'
   call MPI_FINALIZE(ierr)
   if (allbad /= 0) stop 1
+
+#ifdef P_ALLREDUCE_INIT
+contains
+
+  ! Each request made once and started three times, new inputs each time:
+  ! an allreduce not in place (MPI_START, MPI_WAIT); one in place beside a
+  ! persistent ring exchange (MPI_SEND_INIT, MPI_RECV_INIT: MPI's own) and
+  ! an MPI_BOR allreduce, which the drop-in leaves to MPI (bitwise op), all
+  ! by one MPI_STARTALL and MPI_WAITALL, then MPI_TEST on the inactive
+  ! requests; then reduce (in place at the root), bcast, allgather,
+  ! reduce_scatter_block, alltoall and barrier by one MPI_STARTALL and
+  ! MPI_WAITALL.  After each wait the requests stay allocated (inactive);
+  ! MPI_REQUEST_FREE frees them.  The buffers are ASYNCHRONOUS: MPI reads
+  ! and writes them in calls that do not name them (MPI_START, MPI_WAIT).
+  subroutine persistent_checks()
+    integer, parameter :: m = 4, pmax = 8
+    integer, asynchronous :: pa(n), pb(n), pc(n), bits, orv, tok, got
+    integer, asynchronous :: pd(n), pdr(n), pe(n), pg(m), pgr(m * pmax)
+    integer, asynchronous :: pt(m * pmax), ptr(m * pmax), ps(m * pmax), psr(m)
+    integer :: q1, q4(4), q6(6), it, i, k, r, e, ier
+    integer :: stats(MPI_STATUS_SIZE, 6)
+    logical :: flag
+
+    call P_ALLREDUCE_INIT(pa, pb, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &
+                          q1, ier)
+    if (ier /= MPI_SUCCESS .or. q1 == MPI_REQUEST_NULL) bad = bad + 1
+    call P_ALLREDUCE_INIT(MPI_IN_PLACE, pc, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, &
+                          MPI_INFO_NULL, q4(1), ier)
+    call MPI_RECV_INIT(got, 1, MPI_INTEGER, mod(rank + nprocs - 1, nprocs), 5, MPI_COMM_WORLD, &
+                       q4(2), ier)
+    call P_ALLREDUCE_INIT(bits, orv, 1, MPI_INTEGER, MPI_BOR, MPI_COMM_WORLD, MPI_INFO_NULL, &
+                          q4(3), ier)
+    call MPI_SEND_INIT(tok, 1, MPI_INTEGER, mod(rank + 1, nprocs), 5, MPI_COMM_WORLD, q4(4), ier)
+    do it = 1, 3
+      do i = 1, n
+        pa(i) = rank * it + mod(i, 13)
+        pb(i) = -1
+        pc(i) = (rank + 1) * (i + it)
+      end do
+      bits = ishft(1, mod(rank + it, 30))
+      tok = rank * 10 + it
+      call MPI_START(q1, ier)
+      if (ier /= MPI_SUCCESS) bad = bad + 1
+      call MPI_WAIT(q1, MPI_STATUS_IGNORE, ier)
+      if (ier /= MPI_SUCCESS .or. q1 == MPI_REQUEST_NULL) bad = bad + 1
+      do i = 1, n
+        if (pb(i) /= it * nprocs * (nprocs - 1) / 2 + nprocs * mod(i, 13)) bad = bad + 1
+      end do
+      call MPI_STARTALL(4, q4, ier)
+      if (ier /= MPI_SUCCESS) bad = bad + 1
+      call MPI_WAITALL(4, q4, stats, ier)
+      if (ier /= MPI_SUCCESS .or. any(q4 == MPI_REQUEST_NULL)) bad = bad + 1
+      do i = 1, n
+        if (pc(i) /= (i + it) * nprocs * (nprocs + 1) / 2) bad = bad + 1
+      end do
+      e = 0
+      do r = 0, nprocs - 1
+        e = ior(e, ishft(1, mod(r + it, 30)))
+      end do
+      if (orv /= e) bad = bad + 1
+      if (got /= mod(rank + nprocs - 1, nprocs) * 10 + it) bad = bad + 1
+      call MPI_TEST(q4(1), flag, MPI_STATUS_IGNORE, ier)
+      if (.not. flag .or. q4(1) == MPI_REQUEST_NULL) bad = bad + 1
+    end do
+
+    if (nprocs <= pmax) then
+      if (rank == 0) then
+        call P_REDUCE_INIT(MPI_IN_PLACE, pd, n, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, &
+                           MPI_INFO_NULL, q6(1), ier)
+      else
+        call P_REDUCE_INIT(pd, pdr, n, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, &
+                           MPI_INFO_NULL, q6(1), ier)
+      end if
+      call P_BCAST_INIT(pe, n, MPI_INTEGER, nprocs - 1, MPI_COMM_WORLD, MPI_INFO_NULL, q6(2), ier)
+      call P_ALLGATHER_INIT(pg, m, MPI_INTEGER, pgr, m, MPI_INTEGER, MPI_COMM_WORLD, &
+                            MPI_INFO_NULL, q6(3), ier)
+      call P_REDUCE_SCATTER_BLOCK_INIT(ps, psr, m, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, &
+                                       MPI_INFO_NULL, q6(4), ier)
+      call P_ALLTOALL_INIT(pt, m, MPI_INTEGER, ptr, m, MPI_INTEGER, MPI_COMM_WORLD, &
+                           MPI_INFO_NULL, q6(5), ier)
+      call P_BARRIER_INIT(MPI_COMM_WORLD, MPI_INFO_NULL, q6(6), ier)
+      do it = 1, 3
+        do i = 1, n
+          pd(i) = rank + i * it
+          pe(i) = -1
+          if (rank == nprocs - 1) pe(i) = 1000 * it + i
+        end do
+        pg = rank * 10 + it
+        do k = 1, m * nprocs
+          ps(k) = rank + k * it
+          pt(k) = rank * 100 + k + it
+        end do
+        call MPI_STARTALL(6, q6, ier)
+        if (ier /= MPI_SUCCESS) bad = bad + 1
+        call MPI_WAITALL(6, q6, MPI_STATUSES_IGNORE, ier)
+        if (ier /= MPI_SUCCESS .or. any(q6 == MPI_REQUEST_NULL)) bad = bad + 1
+        if (rank == 0) then
+          do i = 1, n
+            if (pd(i) /= nprocs * (nprocs - 1) / 2 + nprocs * i * it) bad = bad + 1
+          end do
+        end if
+        do i = 1, n
+          if (pe(i) /= 1000 * it + i) bad = bad + 1
+        end do
+        do r = 0, nprocs - 1
+          do k = 1, m
+            if (pgr(r * m + k) /= r * 10 + it) bad = bad + 1
+            if (ptr(r * m + k) /= r * 100 + rank * m + k + it) bad = bad + 1
+          end do
+        end do
+        do k = 1, m
+          if (psr(k) /= nprocs * (nprocs - 1) / 2 + nprocs * (rank * m + k) * it) bad = bad + 1
+        end do
+      end do
+      do k = 1, 6
+        call MPI_REQUEST_FREE(q6(k), ier)
+      end do
+      if (any(q6 /= MPI_REQUEST_NULL)) bad = bad + 1
+    end if
+
+    call MPI_REQUEST_FREE(q1, ier)
+    if (ier /= MPI_SUCCESS .or. q1 /= MPI_REQUEST_NULL) bad = bad + 1
+    do k = 1, 4
+      call MPI_REQUEST_FREE(q4(k), ier)
+    end do
+    if (any(q4 /= MPI_REQUEST_NULL)) bad = bad + 1
+  end subroutine persistent_checks
+#endif
 end program test_dropin_f
