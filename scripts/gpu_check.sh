@@ -85,7 +85,7 @@ cd "$src"
 if ! { ./configure CC="$MPICC" --with-cuda=/usr/local/cuda $extra_configure >"$out/build.log" 2>&1 &&
        make -j"$(nproc)" >>"$out/build.log" 2>&1 &&
        make -j"$(nproc)" test/cuda/test_cuda_kernels test/cuda/test_cuda_allreduce \
-           bench/gcoll_bench_cuda_reduce \
+           test/cuda/test_codec_kernels bench/gcoll_bench_cuda_reduce \
            >>"$out/build.log" 2>&1; }; then
     echo "build FAILED:"; tail -n 40 "$out/build.log"; return 1
 fi
@@ -98,6 +98,17 @@ verdict() {   # exit status of a test: 0 passed, 77 skipped (a failure with a GP
 step "device kernels vs host kernels (test_cuda_kernels)"
 ./test/cuda/test_cuda_kernels 2>&1 | tail -n 45
 verdict "${PIPESTATUS[0]}"
+
+step "device codec kernels vs host codecs (test_codec_kernels)"
+# one line per case: show the failing ones and the summary (the full log
+# stays on the machine: at most 8 files come back, see the end)
+codec_log=$(mktemp)
+./test/cuda/test_codec_kernels >"$codec_log" 2>&1
+codec_rc=$?
+grep -v '^ok ' "$codec_log" | head -n 60
+echo "($(grep -c '^ok ' "$codec_log") cases ok)"
+verdict $codec_rc
+rm -f "$codec_log"
 
 step "device-buffer allreduce vs MPI (run_cuda.sh)"
 MPIRUN=mpirun ./test/cuda/run_cuda.sh

@@ -39,8 +39,12 @@
  * the collectives the device path does not serve (gcoll_stage_layout): the
  * source is copied into the compressor's host image when the call is
  * posted, the levels, codecs and residuals run on the host, and the task's
- * last stage copies the result into the device recvbuf.  Codecs as device
- * kernels are not written yet. */
+ * last stage copies the result into the device recvbuf.  The codecs also
+ * exist as device kernels (cuda/codec_kernels.cu, checked against these
+ * by test/cuda/test_codec_kernels) but are not called here: the share is
+ * the staged node reduce-scatter's host output, the stages may run in the
+ * progress thread, which makes no CUDA calls, and the residuals live on
+ * the host. */
 /* The residual, owner-sum and decode loops run over whole gradients: O3 so
  * gcc 12 vectorizes them, as the codecs and core/reduce.c (BF16 at 4 MiB,
  * 4 ranks as 2 nodes: 11.6 ms at the library's -O2, 6.5 ms at O3). */
