@@ -195,6 +195,7 @@ static void comm_free(struct gcoll_comm *c)
 #endif
     if (c->level_node) gcoll_comm_destroy(c->level_node);
     if (c->level_rail) gcoll_comm_destroy(c->level_rail);
+    gcoll_engine_shm_release(c->shm);
     if (c->shm) gcoll_shm_destroy(c->shm);
     if (c->node_comm != MPI_COMM_NULL) MPI_Comm_free(&c->node_comm);
     if (c->in_engine) gcoll_engine_comm_remove(c);

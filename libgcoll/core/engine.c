@@ -66,6 +66,7 @@ static struct {
     int              ncomms;      /* live communicators */
     atomic_int       contenders;  /* callers waiting for the lock */
     double           last_done;   /* when a request that used the transport completed */
+    gcoll_shm_t     *parked;      /* the segment the thread sleeps on, outside the lock */
 } eng = { .mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .efd = -1,
           .epfd = -1, .last_done = -1e9 };
 
@@ -346,6 +347,7 @@ static void *engine_thread(void *arg)
          * signal wakes us at once instead of at the end of a nap. */
         gcoll_shm_t *shm = parkable(NULL);
         gcoll_shm_wait_t point = shm ? gcoll_shm_wait_point(shm) : (gcoll_shm_wait_t){ 0 };
+        eng.parked = shm;   /* the segment stays mapped until we are back */
         thread_unlock();
         if (shm) {
             gcoll_shm_park(shm, &point, ENGINE_PARK_NS);
@@ -354,6 +356,7 @@ static void *engine_thread(void *arg)
             nanosleep(&nap, NULL);
         }
         thread_lock();
+        eng.parked = NULL;
     }
     thread_unlock();
     return NULL;
@@ -432,6 +435,22 @@ gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm)
     gcoll_info("progress: %s mode%s", gcoll_engine_mode(),
                comm->caller_only && eng.thread_on ? " (this communicator: caller only)" : "");
     return GCOLL_SUCCESS;
+}
+
+/* The thread may sleep on a segment outside the lock after the request it
+ * waited for has completed (a caller's test did it): the communicator's
+ * destroy waits, at most one park (ENGINE_PARK_NS), until the thread is
+ * off the segment before it is unmapped. */
+void gcoll_engine_shm_release(gcoll_shm_t *shm)
+{
+    if (!eng.thread_on || !shm) return;
+    gcoll_engine_lock();
+    while (eng.parked == shm) {
+        gcoll_engine_unlock();
+        sched_yield();
+        gcoll_engine_lock();
+    }
+    gcoll_engine_unlock();
 }
 
 /* The last communicator gone: the thread stops (the next create starts it

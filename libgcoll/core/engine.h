@@ -23,6 +23,9 @@ struct gcoll_comm;
  * tells it which transports it may wait on. */
 gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm);
 void           gcoll_engine_comm_remove(struct gcoll_comm *comm);
+/* Before a communicator's segment is unmapped: wait until the progress
+ * thread no longer sleeps on it. */
+void           gcoll_engine_shm_release(gcoll_shm_t *shm);
 
 /* Take and give back the engine lock (no-ops while locking is off). */
 void gcoll_engine_lock(void);
