@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Buffer placement for -d host|cuda|gcoll.  Device buffers get host images:
+/* Buffer placement for -d host|cuda|gcoll|malloc.  Device buffers get host images:
  * inputs are written on the host and copied up, outputs copied down to be
  * checked, so the data and the checks are the same code for all placements. */
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
@@ -20,16 +20,22 @@
 
 const char *gcoll_bench_mem_name(int mem)
 {
-    return mem == GCOLL_BENCH_MEM_CUDA ? "cuda" : mem == GCOLL_BENCH_MEM_GCOLL ? "gcoll" : "host";
+    return mem == GCOLL_BENCH_MEM_CUDA     ? "cuda"
+           : mem == GCOLL_BENCH_MEM_GCOLL  ? "gcoll"
+           : mem == GCOLL_BENCH_MEM_MALLOC ? "malloc"
+                                           : "host";
 }
 
-/* Host buffers are page aligned, as an application's large tensors are;
- * -d gcoll ones too (gcoll_mem_alloc gives pages). */
+/* Host buffers are page aligned, as a framework's large tensors are; -d
+ * gcoll ones too (gcoll_mem_alloc gives pages); -d malloc ones are what a
+ * C or Fortran program's malloc gives: glibc puts a large block 16 bytes
+ * into its first page, so every cache line of it is split. */
 static void *host_alloc(int mem, size_t bytes)
 {
     void *p = NULL;
     if (mem == GCOLL_BENCH_MEM_GCOLL)
         return gcoll_mem_alloc(bytes ? bytes : 1, &p) == GCOLL_SUCCESS ? p : NULL;
+    if (mem == GCOLL_BENCH_MEM_MALLOC) return malloc(bytes ? bytes : 1);
     if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) return NULL;
     return p;
 }

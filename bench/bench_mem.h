@@ -7,7 +7,9 @@
 
 /* -d: host (page-aligned malloc), cuda (cudaMalloc), gcoll (gcoll_mem_alloc:
  * host memory the node's peers map, so the node level runs zero-copy). */
-typedef enum { GCOLL_BENCH_MEM_HOST = 0, GCOLL_BENCH_MEM_CUDA, GCOLL_BENCH_MEM_GCOLL } gcoll_bench_mem_t;
+typedef enum {
+    GCOLL_BENCH_MEM_HOST = 0, GCOLL_BENCH_MEM_CUDA, GCOLL_BENCH_MEM_GCOLL, GCOLL_BENCH_MEM_MALLOC
+} gcoll_bench_mem_t;
 
 /* "host", "cuda", "gcoll". */
 const char *gcoll_bench_mem_name(int mem);

@@ -31,9 +31,11 @@ static void usage(const char *prog, const gcoll_bench_coll_t *coll)
            "  -f, --full             %s\n"
            "  -c, --validation       check every output of extra untimed runs exactly\n"
            "                         (GCOLL_BENCH_INJECT_ERROR=1 corrupts one on rank 0)\n"
-           "  -d, --accelerator host|cuda|gcoll   buffer placement (default host); cuda\n"
-           "                         without a usable device exits with status 77; gcoll:\n"
-           "                         host memory from gcoll_mem_alloc (zero-copy on a node)\n",
+           "  -d, --accelerator host|cuda|gcoll|malloc   buffer placement (default host:\n"
+           "                         page aligned); cuda without a usable device exits with\n"
+           "                         status 77; gcoll: host memory from gcoll_mem_alloc\n"
+           "                         (zero-copy on a node); malloc: plain malloc, as C and\n"
+           "                         Fortran programs allocate (16 bytes into a page)\n",
            ovl ? "time in the post and in the wait (and Min/Max Overall over\n"
                  "                         ranks with one impl), and iterations"
                : "Min and Max latency over ranks, and iterations");
@@ -182,10 +184,11 @@ static int parse_one(int c, const char *arg, gcoll_bench_opts_t *o, const char *
     case 'f': o->full = 1; return 0;
     case 'c': o->validate = 1; return 0;
     case 'd':
-        *what = "-d host|cuda|gcoll";
+        *what = "-d host|cuda|gcoll|malloc";
         if (!strcmp(arg, "host")) return o->mem = GCOLL_BENCH_MEM_HOST, 0;
         if (!strcmp(arg, "cuda")) return o->mem = GCOLL_BENCH_MEM_CUDA, 0;
         if (!strcmp(arg, "gcoll")) return o->mem = GCOLL_BENCH_MEM_GCOLL, 0;
+        if (!strcmp(arg, "malloc")) return o->mem = GCOLL_BENCH_MEM_MALLOC, 0;
         return -1;
     case 'T': *what = "-T DTYPE"; return parse_dtype(arg, &o->dtype);
     case 'r':

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "base/alloc.h"
 #include "core/schedule.h"
+#include "base/copy.h"
 #include "base/reduce.h"
 #include "base/status.h"
 
@@ -163,7 +164,7 @@ gcoll_status_t gcoll_sched_exec_local(const gcoll_sched_t *s, const gcoll_step_t
         return gcoll_reduce_host(at(bufs, st->dst), at(bufs, st->src), at(bufs, st->src2),
                                  st->bytes / s->dt_size, s->dtype, s->op);
     case GCOLL_STEP_COPY:
-        memcpy(at(bufs, st->dst), at(bufs, st->src), st->bytes);
+        gcoll_copy(at(bufs, st->dst), at(bufs, st->src), st->bytes);
         return GCOLL_SUCCESS;
     case GCOLL_STEP_AVG:
         return gcoll_reduce_avg_host(at(bufs, st->dst), st->bytes / s->dt_size, s->dtype, st->peer);

@@ -57,6 +57,7 @@
 #include <emmintrin.h>
 #endif
 #include "base/clock.h"
+#include "base/copy.h"
 #include "shm/shm_int.h"
 #include "shm/shm_zcopy.h"
 #include "algos/peers.h"
@@ -76,20 +77,26 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 /* ---- copies into the caller's buffers ----------------------------------- */
 
-/* memcpy, or with stream (non-temporal) stores when nt is set: for results
+/* gcoll_copy, or with stream (non-temporal) stores when nt is set: for results
  * far larger than the caches, plain stores first read each destination line
  * from memory (read for ownership) only to overwrite it, a third of the
- * memory traffic of a large allreduce; streaming stores skip that read. */
-static void shm_copy(void *dst, const void *src, size_t bytes, int nt)
+ * memory traffic of a large allreduce; streaming stores skip that read.
+ * They write whole 64-byte lines from the first line boundary of dst: a
+ * malloc'd buffer starts 16 bytes into a page, and four 16-byte streaming
+ * stores that straddle two lines leave two partial write-combining buffers
+ * each, which the CPU writes out piecemeal (the allreduce of a 1 MiB
+ * malloc'd buffer took 1.5-1.7x as long as that of a page-aligned one).
+ * Used by the zero-copy path too (shm_zcopy.c). */
+void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt)
 {
 #if defined(__x86_64__)
     unsigned char *d = dst;
     const unsigned char *s = src;
-    size_t head = (size_t)(-(uintptr_t)d & 15);
     if (!nt || bytes < 256) {
-        memcpy(dst, src, bytes);
+        gcoll_copy(dst, src, bytes);
         return;
     }
+    size_t head = (size_t)(-(uintptr_t)d & 63);
     memcpy(d, s, head);
     d += head, s += head, bytes -= head;
     for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
@@ -103,10 +110,9 @@ static void shm_copy(void *dst, const void *src, size_t bytes, int nt)
     memcpy(d, s, bytes);
 #else
     (void)nt;
-    memcpy(dst, src, bytes);
+    gcoll_copy(dst, src, bytes);
 #endif
 }
-
 /* Streaming stores are weakly ordered: fence them before the call returns. */
 static void shm_copy_done(int nt)
 {
@@ -151,7 +157,7 @@ static gcoll_status_t shm_check_root(const gcoll_shm_t *shm, const char *fn, int
 
 /* ---- reduction of P inputs in rank order --------------------------------- */
 
-#define FOLD_NT_COPY 1   /* stream the copy (shm_copy's nt) */
+#define FOLD_NT_COPY 1   /* stream the copy (gcoll_shm_copy's nt) */
 #define FOLD_NT_OUT  2   /* stream out as well (needs scratch) */
 
 /* out = in[0] op in[1] op ... op in[n-1] over count elements, and the same
@@ -176,15 +182,15 @@ static void shm_fold(const gcoll_shm_t *shm, void *out, void *copy, int nt, cons
         unsigned char *acc = alias ? scratch : (unsigned char *)out + b;
         if (n == 1) {
             const unsigned char *x = (const unsigned char *)in[0] + b;
-            if (acc != x) memcpy(acc, x, m * dts);
+            if (acc != x) gcoll_copy(acc, x, m * dts);
         } else {
             gcoll_reduce_host(acc, (const unsigned char *)in[0] + b,
                               (const unsigned char *)in[1] + b, m, dtype, op);
         }
         for (int k = 2; k < n; k++)
             gcoll_reduce_host(acc, acc, (const unsigned char *)in[k] + b, m, dtype, op);
-        if (alias) shm_copy((unsigned char *)out + b, acc, m * dts, nt & FOLD_NT_OUT);
-        if (copy) shm_copy((unsigned char *)copy + b, acc, m * dts, nt & FOLD_NT_COPY);
+        if (alias) gcoll_shm_copy((unsigned char *)out + b, acc, m * dts, nt & FOLD_NT_OUT);
+        if (copy) gcoll_shm_copy((unsigned char *)copy + b, acc, m * dts, nt & FOLD_NT_COPY);
     }
 }
 
@@ -258,7 +264,7 @@ static void shm_ar_copy_out(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int j = 0; j < shm->size; j++) {
         shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, j);
         if (j != shm->rank && s.len)
-            shm_copy(a->dst + s.off * a->dts, shm_res(shm, j, rp), s.len * a->dts, a->nt);
+            gcoll_shm_copy(a->dst + s.off * a->dts, shm_res(shm, j, rp), s.len * a->dts, a->nt);
     }
 }
 
@@ -268,7 +274,7 @@ static void shm_ar_copy_in(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int j = 0; j < shm->size; j++) {
         shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, j);
         if (j != shm->rank && s.len)
-            memcpy(shm_slot(shm, shm->rank, wp, j), a->src + s.off * a->dts, s.len * a->dts);
+            gcoll_copy(shm_slot(shm, shm->rank, wp, j), a->src + s.off * a->dts, s.len * a->dts);
     }
 }
 
@@ -340,7 +346,7 @@ static void shm_rs_copy_in(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_
     for (int j = 0; j < shm->size; j++) {
         shm_seg_t s = shm_blk_seg(a->count, shm->size, j, pl->sub, i);
         if (j != shm->rank && s.len)
-            memcpy(shm_rs_slot(shm, pl, shm->rank, wp, j), a->src + s.off * a->dts,
+            gcoll_copy(shm_rs_slot(shm, pl, shm->rank, wp, j), a->src + s.off * a->dts,
                    s.len * a->dts);
     }
 }
@@ -361,7 +367,7 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
     for (int j = 0; j < shm->size; j++) {
         size_t len = gcoll_block_len(count, shm->size, j) * dts, o = i * sub;
         if (j != shm->rank && o < len)
-            memcpy(dst + gcoll_block_off(count, shm->size, j) * dts + o,
+            gcoll_copy(dst + gcoll_block_off(count, shm->size, j) * dts + o,
                    shm_flat(shm, tiny, j, rp), min_sz(sub, len - o));
     }
 }
@@ -465,7 +471,7 @@ static void shm_body_ar_small(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     int me = shm->rank, wp = gcoll_shm_wpar(shm);
     if (o->t == 0) {
         if (o->publish)
-            memcpy(o->tiny ? gcoll_shm_inline(shm, me, wp) : gcoll_shm_area(shm, me, wp), o->src,
+            gcoll_copy(o->tiny ? gcoll_shm_inline(shm, me, wp) : gcoll_shm_area(shm, me, wp), o->src,
                    o->bytes);
     } else if (a.dst) {
         shm_ar_small_fold(shm, &a, o->tiny);
@@ -500,7 +506,7 @@ static void shm_body_ag(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     if (o->t < o->n) {
         size_t off = o->t * o->sub;
         if (off < own_len)
-            memcpy(shm_flat(shm, o->tiny, shm->rank, gcoll_shm_wpar(shm)), own + off,
+            gcoll_copy(shm_flat(shm, o->tiny, shm->rank, gcoll_shm_wpar(shm)), own + off,
                    min_sz(o->sub, own_len - off));
     }
 }
@@ -510,12 +516,12 @@ static void shm_body_bcast(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     int me = shm->rank;
     if (o->t >= 1 && me != o->root) {
         size_t off = (o->t - 1) * o->sub;
-        memcpy(o->dst + off, shm_flat(shm, o->tiny, o->root, gcoll_shm_rpar(shm)),
+        gcoll_copy(o->dst + off, shm_flat(shm, o->tiny, o->root, gcoll_shm_rpar(shm)),
                min_sz(o->sub, o->bytes - off));
     }
     if (o->t < o->n && me == o->root) {
         size_t off = o->t * o->sub;
-        shm_copy(shm_flat(shm, o->tiny, o->root, gcoll_shm_wpar(shm)), o->dst + off,
+        gcoll_shm_copy(shm_flat(shm, o->tiny, o->root, gcoll_shm_wpar(shm)), o->dst + off,
                  min_sz(o->sub, o->bytes - off), o->stream);
         shm_copy_done(o->stream);   /* before the step publishes the chunk */
     }
@@ -636,7 +642,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
     if (!o->src || (want && !o->dst)) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s: NULL buffer", fn);
     if (!want) o->dst = NULL;
     if (shm->size == 1) {
-        if (o->src != o->dst) memcpy(o->dst, o->src, o->bytes);
+        if (o->src != o->dst) gcoll_copy(o->dst, o->src, o->bytes);
         return GCOLL_SUCCESS;
     }
     if (o->coll == GCOLL_COLL_REDUCE && o->bytes <= shm_small_max(shm) &&
@@ -692,7 +698,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     /* Bytes throughout; chunks of a whole area (or one inline line). */
     size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
     unsigned char *own = o->dst + gcoll_block_off(o->count, size, me) * o->dts;
-    if (o->src != own && own_len) memcpy(own, o->src, own_len);
+    if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
     o->tiny = maxlen <= GCOLL_SHM_INLINE;

@@ -230,6 +230,11 @@ int gcoll_shm_ring_ready(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w)
 void gcoll_shm_fold_inputs(const gcoll_shm_t *shm, void *out, const void *const *in, int n,
                            size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch);
 
+/* memcpy, or (nt) streaming stores of whole lines for results far larger
+ * than the caches; gcoll_shm_copy's callers fence (sfence) before they
+ * publish what it wrote (shm_coll.c). */
+void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt);
+
 /* The ring forms (shm_ring.c), for bcasts of at most GCOLL_SHM_RING_SLOT
  * bytes and small reduces: starting one; running it (never blocks). */
 void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o);

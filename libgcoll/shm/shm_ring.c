@@ -36,6 +36,7 @@
  * A ring op moves once: it waits for its rule, then does all its work. */
 #include <string.h>
 #include "shm/shm_int.h"
+#include "base/copy.h"
 #include "base/coll_kind.h"
 
 _Static_assert(GCOLL_SHM_RING_MID <= GCOLL_SHM_RING_LINES &&
@@ -154,10 +155,10 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
     o->waiting = 0;
     gcoll_shm_ring_t *mine = gcoll_shm_ring(shm, shm->rank);
     if (ring_writes(shm, o)) {
-        memcpy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
+        gcoll_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
         gcoll_shm_publish(&mine->line[ring_line(o->seq)], o->seq);
     } else if (o->coll == GCOLL_COLL_BCAST) {
-        memcpy(o->dst, ring_payload(shm, o->root, o), o->bytes);
+        gcoll_copy(o->dst, ring_payload(shm, o->root, o), o->bytes);
     } else {
         ring_fold(shm, o);
     }

@@ -60,6 +60,7 @@
 #include <emmintrin.h>
 #endif
 #include "base/alloc.h"
+#include "base/copy.h"
 #include "shm/shm_int.h"
 #include "shm/shm_mem.h"
 #include "shm/shm_zcopy.h"
@@ -375,34 +376,6 @@ static void zc_end(gcoll_shm_t *shm)
 
 /* ---- the work ------------------------------------------------------------- */
 
-/* Stores that bypass the caches, for results far larger than them. */
-static void zc_copy(void *dst, const void *src, size_t bytes, int nt)
-{
-#if defined(__x86_64__)
-    unsigned char *d = dst;
-    const unsigned char *s = src;
-    if (nt && bytes >= 256) {
-        size_t head = (size_t)(-(uintptr_t)d & 15);
-        memcpy(d, s, head);
-        d += head, s += head, bytes -= head;
-        for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)s);
-            __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
-            _mm_stream_si128((__m128i *)d, a);
-            _mm_stream_si128((__m128i *)(d + 16), b);
-            _mm_stream_si128((__m128i *)(d + 32), c);
-            _mm_stream_si128((__m128i *)(d + 48), e);
-        }
-        dst = d, src = s;
-    }
-#else
-    (void)nt;
-#endif
-    memcpy(dst, src, bytes);
-}
-
 static void zc_fence(int nt)
 {
 #if defined(__x86_64__)
@@ -427,7 +400,7 @@ static void zc_fold(gcoll_shm_t *shm, const gcoll_shm_op_t *o, size_t off, size_
         gcoll_reduce_host(acc, zc->src[0] + at, zc->src[1] + at, m, o->dtype, o->op);
         for (int k = 2; k < P; k++) gcoll_reduce_host(acc, acc, zc->src[k] + at, m, o->dtype, o->op);
         for (int k = 0; k < nout; k++)
-            if (out[k]) zc_copy(out[k] + (out_off + b) * dts, acc, m * dts, zc->nt);
+            if (out[k]) gcoll_shm_copy(out[k] + (out_off + b) * dts, acc, m * dts, zc->nt);
     }
 }
 
@@ -481,14 +454,14 @@ static void zc_piece(gcoll_shm_t *shm, const gcoll_shm_op_t *o, size_t i)
         for (int j = 0; j < P; j++) {
             size_t bytes = gcoll_block_len(o->count, P, j) * dts, s = min_sz(i * ZC_PIECE, bytes);
             if (j != me && bytes > s)
-                memcpy(o->dst + gcoll_block_off(o->count, P, j) * dts + s, zc->src[j] + s,
+                gcoll_copy(o->dst + gcoll_block_off(o->count, P, j) * dts + s, zc->src[j] + s,
                        min_sz(ZC_PIECE, bytes - s));
         }
         break;
     case GCOLL_COLL_BCAST:
         if (me != o->root) {
             size_t s = min_sz(i * ZC_PIECE, o->bytes);
-            memcpy(o->dst + s, zc->src[o->root] + s, min_sz(ZC_PIECE, o->bytes - s));
+            gcoll_copy(o->dst + s, zc->src[o->root] + s, min_sz(ZC_PIECE, o->bytes - s));
         }
         break;
     default: break;
