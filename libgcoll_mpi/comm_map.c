@@ -42,9 +42,10 @@ volatile int gmpi_init_done;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static volatile int finalized;
 
-/* One-entry lookup cache per thread; gen changes whenever an entry dies, so
- * a communicator handle reused after MPI_Comm_free is never mistaken. */
-static volatile unsigned gen = 1;
+/* One-entry lookup cache per thread; the generation changes whenever an
+ * entry dies, so a communicator handle reused after MPI_Comm_free is never
+ * mistaken (coll.c's memo of the last allreduce keys on it too). */
+volatile unsigned gmpi_comm_gen = 1;
 static __thread __attribute__((tls_model("initial-exec"))) MPI_Comm cache_comm = MPI_COMM_NULL;
 static __thread __attribute__((tls_model("initial-exec"))) entry_t *cache_e;
 static __thread __attribute__((tls_model("initial-exec"))) unsigned cache_gen;
@@ -73,7 +74,7 @@ static int destroy_entry(entry_t *e)
 static int comm_delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     entry_t *e = attr;
-    gen++;
+    gmpi_comm_gen++;
     pthread_mutex_lock(&reg_lock);
     if (destroy_entry(e) != 0) {   /* kept in the registry: MPI_Finalize retries */
         e->why = "communicator freed";
@@ -126,7 +127,7 @@ void gmpi_init_slow(void)
 
 const gmpi_comm_t *gmpi_comm_get(MPI_Comm comm, const char **why)
 {
-    if (cache_comm == comm && cache_gen == gen && comm != MPI_COMM_NULL) {
+    if (cache_comm == comm && cache_gen == gmpi_comm_gen && comm != MPI_COMM_NULL) {
         *why = cache_e->why;
         return cache_e->pub.g ? &cache_e->pub : NULL;
     }
@@ -171,7 +172,7 @@ const gmpi_comm_t *gmpi_comm_get(MPI_Comm comm, const char **why)
     }
     cache_comm = comm;
     cache_e = e;
-    cache_gen = gen;
+    cache_gen = gmpi_comm_gen;
     *why = e->why;
     return e->pub.g ? &e->pub : NULL;
 }
@@ -180,7 +181,7 @@ void gmpi_finalize(void)
 {
     if (finalized) return;
     finalized = 1;
-    gen++;
+    gmpi_comm_gen++;
     gmpi_report_print();
     pthread_mutex_lock(&reg_lock);
     for (entry_t *e = reg_head; e; e = e->next) destroy_entry(e);

@@ -90,6 +90,9 @@ typedef struct {
  * every rank of comm reaches here in the same call); NULL with *why set
  * when libgcoll cannot serve comm (intercommunicator, creation failed). */
 const gmpi_comm_t *gmpi_comm_get(MPI_Comm comm, const char **why);
+/* Bumped whenever a communicator's entry dies (MPI_Comm_free, MPI_Finalize):
+ * what was worked out for a communicator handle is valid while it stays. */
+extern volatile unsigned gmpi_comm_gen;
 
 /* Destroy every libgcoll communicator and print the report (idempotent);
  * run by MPI_Finalize through the attribute on MPI_COMM_SELF. */

@@ -7,7 +7,9 @@
  * MPI_COMM_WORLD, a split, a dup that is freed and a new one made after;
  * integer-valued data, so every result is exact whatever the reduction
  * order, checked against the value computed here and printed as a digest
- * line that run_dropin.sh compares between runs.  Also calls the drop-in
+ * line that run_dropin.sh compares between runs; allreduces that repeat
+ * all of a call but one argument (the drop-in keeps its last decision).
+ * Also calls the drop-in
  * must hand to MPI (MINLOC, a user op, MPI_BAND, a derived type, count 0,
  * an intercommunicator, in-place alltoall), nonblocking requests mixed
  * with point-to-point ones in MPI_Waitall / Waitany / Waitsome / Test, and
@@ -159,6 +161,64 @@ static void test_allreduce(MPI_Comm comm, const char *tag, size_t n)
     check(ok, name);
     free(d);
     free(dr);
+}
+
+/* The drop-in keeps its decision for the last blocking allreduce of a
+ * thread, keyed by (communicator, type, op, count) and the communicator
+ * map's generation: calls that repeat all but one of those, each twice, must
+ * each get their own result.  MPI_INT and MPI_FLOAT have one size (a key
+ * missing the type would sum ints as floats); world and a split differ in
+ * size; a dup freed and made again may get the freed handle back. */
+static void test_repeats(void)
+{
+    enum { N = 37 };
+    int iv[N], ir[N];
+    float fv[N], fr[N];
+    char name[96];
+    MPI_Comm half, dup;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    int hs;
+    MPI_Comm_size(half, &hs);
+    for (int rep = 0; rep < 2; rep++) {
+        for (int i = 0; i < N; i++) iv[i] = rank + i;
+        MPI_Allreduce(iv, ir, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        int ok = 1;
+        for (int i = 0; i < N; i++) ok &= ir[i] == size * i + size * (size - 1) / 2;
+        snprintf(name, sizeof name, "repeat int sum world #%d", rep);
+        check(ok, name);
+        MPI_Allreduce(iv, ir, N, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        ok = 1;
+        for (int i = 0; i < N; i++) ok &= ir[i] == size - 1 + i;
+        snprintf(name, sizeof name, "repeat int max world #%d", rep);
+        check(ok, name);
+        for (int i = 0; i < N; i++) fv[i] = 0.5f * (float)(rank + i);
+        MPI_Allreduce(fv, fr, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        ok = 1;
+        for (int i = 0; i < N; i++) ok &= fr[i] == 0.5f * (float)(size * i + size * (size - 1) / 2);
+        snprintf(name, sizeof name, "repeat float sum world #%d", rep);
+        check(ok, name);
+        MPI_Allreduce(MPI_IN_PLACE, fv, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        ok = !memcmp(fv, fr, sizeof fv);
+        snprintf(name, sizeof name, "repeat float sum world in place #%d", rep);
+        check(ok, name);
+        for (int i = 0; i < N; i++) iv[i] = 1;
+        MPI_Allreduce(iv, ir, N, MPI_INT, MPI_SUM, half);
+        ok = 1;
+        for (int i = 0; i < N; i++) ok &= ir[i] == hs;
+        snprintf(name, sizeof name, "repeat int sum split #%d", rep);
+        check(ok, name);
+    }
+    for (int k = 0; k < 3; k++) {
+        MPI_Comm_dup(k % 2 ? half : MPI_COMM_WORLD, &dup);
+        for (int i = 0; i < N; i++) iv[i] = 1;
+        MPI_Allreduce(iv, ir, N, MPI_INT, MPI_SUM, dup);
+        int ok = 1;
+        for (int i = 0; i < N; i++) ok &= ir[i] == (k % 2 ? hs : size);
+        snprintf(name, sizeof name, "repeat int sum dup %d", k);
+        check(ok, name);
+        MPI_Comm_free(&dup);
+    }
+    MPI_Comm_free(&half);
 }
 
 static void test_others(MPI_Comm comm, const char *tag, size_t n)
@@ -631,6 +691,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&dup);
     }
     MPI_Comm_free(&split);
+    test_repeats();
     test_fallbacks();
     test_nonblocking(5000);
 #ifdef PINIT
