@@ -9,7 +9,8 @@
  * ever pays for it, and all ranks are there to take part.  Rank 0 alone
  * touches the file system; the rows reach the other ranks as the text rank
  * 0 read or wrote, parsed by the same parser, so all ranks choose alike. */
-#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT, dladdr */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -107,16 +108,34 @@ static const char *yes(int v)
     return v ? "yes" : "no";
 }
 
+/* The binary that runs the calibrated algorithms: the size and modification
+ * time of the loaded libgcoll.  Rows measured by another build are stale: a
+ * cache written before the repeated-call short path (0395c28, small calls
+ * 20% faster) kept handing 8-128 B allreduces to MPI, 1.4x slower than
+ * libgcoll had become.  A rebuilt or reinstalled library measures again. */
+static void library_id(char *buf, size_t len)
+{
+    Dl_info info;
+    struct stat st;
+    if (dladdr((void *)gcoll_tune_cache_key, &info) && info.dli_fname &&
+        stat(info.dli_fname, &st) == 0)
+        snprintf(buf, len, "%lld-%lld", (long long)st.st_size, (long long)st.st_mtime);
+    else
+        snprintf(buf, len, "unknown");
+}
+
 void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t *s)
 {
-    char cpu[256], mpi[128];
+    char cpu[256], mpi[128], lib[48];
     cpu_model(cpu, sizeof cpu);
     mpi_library(mpi, sizeof mpi);
     trim(mpi);
+    library_id(lib, sizeof lib);
     snprintf(buf, len,
-             "libgcoll=%d.%d.%d calibration=%d cpu=\"%s\" cores=%ld ranks=%d nodes=%d ppn=%d "
-             "uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s transport=%s mpi=\"%s\"",
-             GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH, CALIB_FORMAT, cpu,
+             "libgcoll=%d.%d.%d build=%s calibration=%d cpu=\"%s\" cores=%ld ranks=%d nodes=%d "
+             "ppn=%d uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s transport=%s "
+             "mpi=\"%s\"",
+             GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH, lib, CALIB_FORMAT, cpu,
              sysconf(_SC_NPROCESSORS_ONLN), s->ranks, s->nodes, s->ppn, yes(s->uniform),
              yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm), s->transport,
              mpi);
