@@ -460,6 +460,68 @@ gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w)
     return GCOLL_SUCCESS;
 }
 
+/* The winner's median block over its fastest one at size s (0: no winner,
+ * or pruned). */
+static double disturbance(const gcoll_calib_sweep_t *w, int s)
+{
+    int a = w->best[s], n = a >= 0 ? w->nblk[s][a] : 0;
+    if (n == 0 || w->spread[s][a] <= 0) return 0;
+    double fastest = min_of(w->blk[s][a], n);
+    return fastest > 0 ? w->t[s][a] / fastest : 0;
+}
+
+/* Algorithm i's time at size s cannot be its own speed, given its time at
+ * a neighbouring size: more than 3x what a linear growth from the smaller
+ * size gives (falling out of a cache level costs up to about 2.5x), or more
+ * than 3x its time at the larger size.  Another program on the CPUs, or a
+ * rank descheduled, for the blocks of one size and not the next, does this:
+ * and one such block is enough to drop the true winner (pruning). */
+static int implausible(const gcoll_calib_sweep_t *w, int s, int i)
+{
+    double t = w->t[s][i];
+    if (s > 0 && w->t[s - 1][i] > 0 &&
+        t > 3.0 * w->t[s - 1][i] * (double)w->sizes[s] / (double)w->sizes[s - 1])
+        return 1;
+    return s + 1 < w->nsizes && w->t[s + 1][i] > 0 && t > 3.0 * w->t[s + 1][i];
+}
+
+int gcoll_calib_again(const gcoll_calib_sweep_t *w, int s, int nblocks, unsigned char *retried,
+                      int *use)
+{
+    int a = w->best[s], any = 0;
+    memset(use, 0, sizeof(int) * GCOLL_CALIB_MAX_ALGOS);
+    if (a < 0) return 0;
+    if (disturbance(w, s) > GCOLL_CALIB_DISTURBED &&
+        w->nblk[s][a] + nblocks <= GCOLL_CALIB_MAX_BLOCKS)
+        for (int i = 0; i < w->nalgos; i++)
+            any |= use[i] = w->t[s][i] >= 0 && (i == a || w->t[s][i] < 1.5 * w->t[s][a]);
+    for (int i = 0; i < w->nalgos; i++)
+        if (w->t[s][i] >= 0 && !retried[i] && implausible(w, s, i)) {
+            retried[i] = 1;
+            any = use[a] = use[i] = 1;
+        }
+    return any;
+}
+
+gcoll_status_t gcoll_calib_steady(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int *left)
+{
+    unsigned char retried[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS] = { { 0 } };
+    int use[GCOLL_CALIB_MAX_ALGOS];
+    gcoll_calib_pick(w);
+    for (int again = 1; again;) {   /* ends: blocks run out, each retry happens once */
+        again = 0;
+        for (int s = 0; s < w->nsizes; s++)
+            if (gcoll_calib_again(w, s, c->timing.nblocks, retried[s], use)) {
+                GCOLL_TRY(measure(c, w, s, use));
+                again = 1;
+            }
+        gcoll_calib_pick(w);
+    }
+    *left = 0;
+    for (int s = 0; s < w->nsizes; s++) *left += disturbance(w, s) > GCOLL_CALIB_DISTURBED;
+    return GCOLL_SUCCESS;
+}
+
 /* Where a, faster at size s, hands over to b, faster at size n (a later
  * size): the crossing of their log-log lines, rounded to a power of two
  * inside (s, n]. */

@@ -11,7 +11,8 @@
  * MPI_Wtime; a block's time is the slowest rank's.  The algorithms' blocks
  * are interleaved (the order rotating per block), so a machine changing speed
  * affects all alike; an algorithm's time is the median of its blocks (of
- * every pass over the size: gcoll_calib_confirm adds a second).  With
+ * every pass over the size: gcoll_calib_confirm adds a second, and
+ * gcoll_calib_steady more where the machine was disturbed).  With
  * pruning, an algorithm clearly behind the leader after its first one or two
  * blocks is not timed further (its time is then the mean of those blocks).
  *
@@ -39,7 +40,7 @@
 
 #define GCOLL_CALIB_MAX_SIZES  48
 #define GCOLL_CALIB_MAX_ALGOS  10   /* allreduce's 8, the MPI's, one spare */
-#define GCOLL_CALIB_MAX_BLOCKS 9
+#define GCOLL_CALIB_MAX_BLOCKS 15   /* a pass, confirm's, three of gcoll_calib_steady's */
 
 typedef struct {
     double block_s;       /* target seconds per timed block */
@@ -132,6 +133,30 @@ gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int 
  * for the next; one measurement taken while it was fast would cache it.
  * Collective. */
 gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w);
+
+/* Time again what a disturbed machine may have got wrong, and pick again
+ * from all the blocks.  Two signs of it:
+ *  - a size is disturbed while its winner's median block is more than
+ *    GCOLL_CALIB_DISTURBED x its fastest one (a steady machine gives
+ *    1.0-1.1; a rank descheduled for ticks makes the median itself a slow
+ *    block, and the winner is then whoever ran in the quiet moments): its
+ *    winner and every candidate within 1.5x of it get one more pass, while
+ *    their blocks fit (GCOLL_CALIB_MAX_BLOCKS);
+ *  - an algorithm's time at a size is implausible beside its time at a
+ *    neighbouring size (3x more than linear growth from the smaller one, or
+ *    3x slower than at the larger one): another program took the CPUs while
+ *    that size was timed, and a single slow block is enough to drop the true
+ *    winner.  It gets one more pass there, with the winner, once.
+ * A median over more blocks, most of them quiet, is the machine's own speed;
+ * on a quiet machine little or nothing is timed again.  *left: sizes still
+ * disturbed at the end.  Collective. */
+#define GCOLL_CALIB_DISTURBED 1.5
+gcoll_status_t gcoll_calib_steady(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int *left);
+/* Its plan for size s (pure): what to time again (use[], per algorithm),
+ * nblocks more blocks each; retried[] (per algorithm, at this size) marks
+ * the implausible times already timed again.  Returns whether anything is. */
+int gcoll_calib_again(const gcoll_calib_sweep_t *w, int s, int nblocks, unsigned char *retried,
+                      int *use);
 
 /* Table rows for the winners: first an mpi row per run of sizes the MPI
  * candidate wins, then one row per run of sizes with the same libgcoll

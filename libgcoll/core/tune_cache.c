@@ -37,7 +37,7 @@
 
 /* Bump when what calibration measures or how it derives rows changes: old
  * entries then no longer match and are measured again. */
-#define CALIB_FORMAT 2   /* 2: the application's MPI_Allreduce timed too, mpi rows */
+#define CALIB_FORMAT 3   /* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again */
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
@@ -319,7 +319,8 @@ static void coll_list(char *buf, size_t len)
 
 /* Rank 0's file text: what, when, where, the medians, the rows. */
 static char *entry_text(const gcoll_tune_cache_shape_t *s, const char *key,
-                        gcoll_calib_sweep_t *const *w, double secs, int blocks)
+                        gcoll_calib_sweep_t *const *w, double secs, int blocks,
+                        const int *disturbed)
 {
     char *buf = NULL, host[256] = "?", when[64] = "?";
     size_t len = 0;
@@ -341,7 +342,8 @@ static char *entry_text(const gcoll_tune_cache_shape_t *s, const char *key,
         double med, worst;
         gcoll_calib_noise(w[i], &med, &worst);
         fprintf(f, "# %s: the chosen algorithms' slowest block / fastest: median %.2f, worst "
-                   "%.2f (1.00: a steady machine)\n", gcoll_coll_name(w[i]->coll), med, worst);
+                   "%.2f (1.00: a steady machine); sizes still disturbed after timing them again: "
+                   "%d\n", gcoll_coll_name(w[i]->coll), med, worst, disturbed[i]);
     }
     for (size_t i = 0; i < NCOLLS; i++) gcoll_calib_write_medians(f, w[i], " (* = chosen)");
     for (size_t i = 0; i < NCOLLS; i++) gcoll_calib_write_rows(f, w[i], s->nodes, s->nodes, s->ppn);
@@ -350,7 +352,7 @@ static char *entry_text(const gcoll_tune_cache_shape_t *s, const char *key,
 }
 
 /* Measure every collective of calib_colls (collective; all ranks or none). */
-static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *blocks)
+static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *blocks, int *disturbed)
 {
     gcoll_calib_t k;
     gcoll_status_t st = gcoll_calib_init(&k, c, MAX_BYTES, &gcoll_calib_timing_quick);
@@ -372,6 +374,7 @@ static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *bloc
             st = gcoll_calib_measure(&k, w[i], j);
         if (st == GCOLL_SUCCESS) st = gcoll_calib_refine(&k, w[i], MAX_REFINE);
         if (st == GCOLL_SUCCESS) st = gcoll_calib_confirm(&k, w[i]);
+        if (st == GCOLL_SUCCESS) st = gcoll_calib_steady(&k, w[i], &disturbed[i]);
     }
     *blocks = k.timed;
     gcoll_calib_fini(&k);
@@ -470,6 +473,17 @@ static void shape_of(gcoll_comm_t c, gcoll_tune_cache_shape_t *s)
     gcoll_tune_cache_host_facts(c->mpi_comm, s);
 }
 
+/* Rank 0, after writing an entry some of whose sizes stayed disturbed. */
+static void warn_disturbed(gcoll_calib_sweep_t *const *w, const int *disturbed, const char *path)
+{
+    for (size_t i = 0; i < NCOLLS; i++)
+        if (disturbed[i])
+            gcoll_warn("calibration: %d sizes of %s were still disturbed after timing them "
+                       "again (is another program using these CPUs?); %s may choose poorly at "
+                       "them: delete it on a quiet machine to measure again", disturbed[i],
+                       gcoll_coll_name(w[i]->coll), path);
+}
+
 /* DO_MEASURE on every rank: measure, rank 0 writes the entry; the text
  * rank 0 made, in *text on every rank (NULL if measuring failed). */
 static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s, const char *key,
@@ -490,18 +504,19 @@ static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
     double t0 = MPI_Wtime();
     int level = gcoll_log_level;
     if (level > GCOLL_LOG_WARN) gcoll_log_level = GCOLL_LOG_WARN;   /* no INFO per forced call */
-    int blocks = 0;
+    int blocks = 0, disturbed[NCOLLS] = { 0 };
     gcoll_status_t st = any ? GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the sweeps")
-                            : measure(c, w, &blocks);
+                            : measure(c, w, &blocks, disturbed);
     gcoll_log_level = level;
     double secs = MPI_Wtime() - t0;
     reset_after_measuring(c);
     *text = NULL;
     p->len = -1;
-    if (c->rank == 0 && st == GCOLL_SUCCESS && (*text = entry_text(s, key, w, secs, blocks)) != NULL) {
+    if (c->rank == 0 && st == GCOLL_SUCCESS && (*text = entry_text(s, key, w, secs, blocks, disturbed)) != NULL) {
         p->len = (int)strlen(*text);
         if (write_atomic(p->path, *text) == 0) {
             fprintf(stderr, "cached in %s (%.1f s)\n", p->path, secs);
+            warn_disturbed(w, disturbed, p->path);
         } else {
             int err = errno;
             fprintf(stderr, "not cached (%.1f s)\n", secs);

@@ -462,6 +462,74 @@ static void test_calib_mpi(void)
     gcoll_tune_table_fini(&t);
 }
 
+/* gcoll_calib_steady's plan from synthetic blocks (us): a steady sweep
+ * times nothing again; a winner whose median block is 2x its fastest is
+ * timed again with its close rival, not the far one, and no longer once its
+ * blocks are full; shm dropped at 256 KiB after one slow block (10x its
+ * 64 KiB time for 4x the bytes: another program had the CPUs) is timed
+ * again there, once. */
+static void set_blocks(gcoll_calib_sweep_t *w, int s, int a, const double *us, int n)
+{
+    for (int b = 0; b < n; b++) w->blk[s][a][b] = us[b] * 1e-6;
+    w->nblk[s][a] = (unsigned char)n;
+    w->t[s][a] = us[n / 2] * 1e-6;   /* the median of a sorted odd list */
+    w->spread[s][a] = n > 1 ? us[n - 1] / us[0] : 0;
+}
+
+static void test_calib_again(void)
+{
+    static gcoll_calib_sweep_t w;
+    memset(&w, 0, sizeof w);
+    w.coll = GCOLL_COLL_ALLREDUCE;
+    w.nsizes = 3;
+    w.sizes[0] = 64u << 10, w.sizes[1] = 256u << 10, w.sizes[2] = 1u << 20;
+    w.algos[0] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "shm");
+    w.algos[1] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "rdouble");
+    w.algos[2] = gcoll_algo_find(GCOLL_COLL_ALLREDUCE, "ring");
+    w.nalgos = 3;
+    static const double steady[3][3][3] = {   /* size, algorithm, sorted blocks */
+        { { 9, 9.2, 9.5 }, { 20, 20.5, 21 }, { 24, 25, 26 } },
+        { { 30, 31, 32 }, { 60, 61, 62 }, { 55, 56, 58 } },
+        { { 95, 96, 99 }, { 200, 205, 210 }, { 190, 195, 199 } },
+    };
+    for (int s = 0; s < 3; s++)
+        for (int a = 0; a < 3; a++) set_blocks(&w, s, a, steady[s][a], 3);
+    gcoll_calib_pick(&w);
+    unsigned char retried[3][GCOLL_CALIB_MAX_ALGOS] = { { 0 } };
+    int use[GCOLL_CALIB_MAX_ALGOS], any = 0;
+    for (int s = 0; s < 3; s++) any |= gcoll_calib_again(&w, s, 3, retried[s], use);
+    CHECK(!any && w.best[0] == 0 && w.best[1] == 0 && w.best[2] == 0,
+          "a steady sweep: nothing timed again (best %d %d %d)", w.best[0], w.best[1], w.best[2]);
+
+    static const double disturbed[3] = { 15, 31, 32 }, rival[3] = { 40, 41, 42 };
+    set_blocks(&w, 1, 0, disturbed, 3);   /* shm: median 2x its fastest */
+    set_blocks(&w, 1, 1, rival, 3);       /* rdouble within 1.5x; ring (56) beyond it */
+    gcoll_calib_pick(&w);
+    CHECK(w.best[1] == 0, "shm wins the disturbed size (best %d)", w.best[1]);
+    any = gcoll_calib_again(&w, 1, 3, retried[1], use);
+    CHECK(any && use[0] && use[1] && !use[2], "disturbed winner: it and its close rival again "
+          "(use %d %d %d)", use[0], use[1], use[2]);
+    double full[GCOLL_CALIB_MAX_BLOCKS - 2] = { 15 };
+    for (int b = 1; b < GCOLL_CALIB_MAX_BLOCKS - 2; b++) full[b] = 31;
+    set_blocks(&w, 1, 0, full, GCOLL_CALIB_MAX_BLOCKS - 2);
+    CHECK(!gcoll_calib_again(&w, 1, 3, retried[1], use), "still disturbed, but no more once its "
+          "blocks are full");
+    CHECK(gcoll_calib_again(&w, 1, 2, retried[1], use) && use[0], "while two more blocks fit: again");
+
+    for (int s = 0; s < 3; s++)
+        for (int a = 0; a < 3; a++) set_blocks(&w, s, a, steady[s][a], 3);
+    static const double one_slow[1] = { 300 };
+    set_blocks(&w, 1, 0, one_slow, 1);   /* shm pruned at 256 KiB after one slow block */
+    gcoll_calib_pick(&w);
+    CHECK(w.best[1] == 2, "ring wins 256 KiB without shm (best %d)", w.best[1]);
+    any = gcoll_calib_again(&w, 1, 3, retried[1], use);
+    CHECK(any && use[0] && use[2] && !use[1], "shm's implausible time again, with the winner "
+          "(use %d %d %d)", use[0], use[1], use[2]);
+    CHECK(!gcoll_calib_again(&w, 1, 3, retried[1], use), "and only once");
+    CHECK(!gcoll_calib_again(&w, 2, 3, retried[2], use), "1 MiB: shm's 96 us after 300 at 256 KiB "
+          "is not implausible");
+}
+
 static void test_oneline(void)
 {
     gcoll_tune_table_t t;
@@ -507,6 +575,7 @@ int main(void)
     test_matching();
     test_mpi_rows();
     test_calib_mpi();
+    test_calib_again();
     test_oneline();
     test_sizes();
     printf("test_tune: %d checks, %d failures\n", checks, failures);
