@@ -22,6 +22,10 @@
 #define MPI_STAY  1.00
 /* ... and is timed again by gcoll_calib_confirm where it is this close. */
 #define MPI_CLOSE 1.25
+/* gcoll_calib_steady times at most this many more blocks (about 1.5 s of
+ * 10 ms blocks): where the whole machine is slow for the run, timing again
+ * does not make it quiet (seen: 300 more blocks, 6.6 s in all). */
+#define STEADY_MAX_BLOCKS 150
 
 const gcoll_calib_timing_t gcoll_calib_timing_tune = {
     .block_s = 50e-3, .nblocks = 5, .max_iters = 2000, .warmup_calls = 2, .probe_calls = 4,
@@ -460,14 +464,29 @@ gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w)
     return GCOLL_SUCCESS;
 }
 
-/* The winner's median block over its fastest one at size s (0: no winner,
- * or pruned). */
-static double disturbance(const gcoll_calib_sweep_t *w, int s)
+/* Algorithm a's median block over its fastest one at size s (0: not
+ * timed, or pruned). */
+static double disturbance_of(const gcoll_calib_sweep_t *w, int s, int a)
 {
-    int a = w->best[s], n = a >= 0 ? w->nblk[s][a] : 0;
+    int n = a >= 0 ? w->nblk[s][a] : 0;
     if (n == 0 || w->spread[s][a] <= 0) return 0;
     double fastest = min_of(w->blk[s][a], n);
     return fastest > 0 ? w->t[s][a] / fastest : 0;
+}
+
+static double disturbance(const gcoll_calib_sweep_t *w, int s)
+{
+    return disturbance_of(w, s, w->best[s]);
+}
+
+/* A rival of the winner a at size s that may be the true winner: its
+ * fastest block beats a's median, and its own median is disturbed (a
+ * disturbance slows algorithms unequally: the shared-memory hand-offs more
+ * than UCX's single copies, so a steady winner can hide a disturbed one). */
+static int hidden_rival(const gcoll_calib_sweep_t *w, int s, int a, int i)
+{
+    return i != a && disturbance_of(w, s, i) > GCOLL_CALIB_DISTURBED &&
+           min_of(w->blk[s][i], w->nblk[s][i]) < w->t[s][a];
 }
 
 /* Algorithm i's time at size s cannot be its own speed, given its time at
@@ -491,10 +510,13 @@ int gcoll_calib_again(const gcoll_calib_sweep_t *w, int s, int nblocks, unsigned
     int a = w->best[s], any = 0;
     memset(use, 0, sizeof(int) * GCOLL_CALIB_MAX_ALGOS);
     if (a < 0) return 0;
-    if (disturbance(w, s) > GCOLL_CALIB_DISTURBED &&
-        w->nblk[s][a] + nblocks <= GCOLL_CALIB_MAX_BLOCKS)
+    int room = w->nblk[s][a] + nblocks <= GCOLL_CALIB_MAX_BLOCKS;
+    if (room && disturbance(w, s) > GCOLL_CALIB_DISTURBED)
         for (int i = 0; i < w->nalgos; i++)
             any |= use[i] = w->t[s][i] >= 0 && (i == a || w->t[s][i] < 1.5 * w->t[s][a]);
+    for (int i = 0; room && i < w->nalgos; i++)
+        if (hidden_rival(w, s, a, i) && w->nblk[s][i] + nblocks <= GCOLL_CALIB_MAX_BLOCKS)
+            any = use[a] = use[i] = 1;
     for (int i = 0; i < w->nalgos; i++)
         if (w->t[s][i] >= 0 && !retried[i] && implausible(w, s, i)) {
             retried[i] = 1;
@@ -507,10 +529,11 @@ gcoll_status_t gcoll_calib_steady(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int 
 {
     unsigned char retried[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS] = { { 0 } };
     int use[GCOLL_CALIB_MAX_ALGOS];
+    int budget = c->timed + STEADY_MAX_BLOCKS;   /* c->timed: the same on every rank */
     gcoll_calib_pick(w);
-    for (int again = 1; again;) {   /* ends: blocks run out, each retry happens once */
+    for (int again = 1; again && c->timed < budget;) {   /* ends: blocks run out, retries once */
         again = 0;
-        for (int s = 0; s < w->nsizes; s++)
+        for (int s = 0; s < w->nsizes && c->timed < budget; s++)
             if (gcoll_calib_again(w, s, c->timing.nblocks, retried[s], use)) {
                 GCOLL_TRY(measure(c, w, s, use));
                 again = 1;

@@ -141,14 +141,18 @@ gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w);
  *    1.0-1.1; a rank descheduled for ticks makes the median itself a slow
  *    block, and the winner is then whoever ran in the quiet moments): its
  *    winner and every candidate within 1.5x of it get one more pass, while
- *    their blocks fit (GCOLL_CALIB_MAX_BLOCKS);
+ *    their blocks fit (GCOLL_CALIB_MAX_BLOCKS); so does a disturbed rival
+ *    whose fastest block beats the winner's median, with the winner (a
+ *    disturbance slows algorithms unequally: a steady winner can hide a
+ *    disturbed one that is faster);
  *  - an algorithm's time at a size is implausible beside its time at a
  *    neighbouring size (3x more than linear growth from the smaller one, or
  *    3x slower than at the larger one): another program took the CPUs while
  *    that size was timed, and a single slow block is enough to drop the true
  *    winner.  It gets one more pass there, with the winner, once.
  * A median over more blocks, most of them quiet, is the machine's own speed;
- * on a quiet machine little or nothing is timed again.  *left: sizes still
+ * on a quiet machine little or nothing is timed again, and at most 150
+ * more blocks are timed on a disturbed one.  *left: sizes still
  * disturbed at the end.  Collective. */
 #define GCOLL_CALIB_DISTURBED 1.5
 gcoll_status_t gcoll_calib_steady(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int *left);

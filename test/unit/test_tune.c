@@ -465,7 +465,8 @@ static void test_calib_mpi(void)
 /* gcoll_calib_steady's plan from synthetic blocks (us): a steady sweep
  * times nothing again; a winner whose median block is 2x its fastest is
  * timed again with its close rival, not the far one, and no longer once its
- * blocks are full; shm dropped at 256 KiB after one slow block (10x its
+ * blocks are full; so is a disturbed loser whose fastest block beats the
+ * steady winner; shm dropped at 256 KiB after one slow block (10x its
  * 64 KiB time for 4x the bytes: another program had the CPUs) is timed
  * again there, once. */
 static void set_blocks(gcoll_calib_sweep_t *w, int s, int a, const double *us, int n)
@@ -515,6 +516,14 @@ static void test_calib_again(void)
     CHECK(!gcoll_calib_again(&w, 1, 3, retried[1], use), "still disturbed, but no more once its "
           "blocks are full");
     CHECK(gcoll_calib_again(&w, 1, 2, retried[1], use) && use[0], "while two more blocks fit: again");
+    static const double hidden[5] = { 20, 21, 45, 46, 47 };   /* median 45: 2.1x its fastest */
+    set_blocks(&w, 1, 0, hidden, 5);
+    set_blocks(&w, 1, 1, rival, 3);
+    gcoll_calib_pick(&w);
+    CHECK(w.best[1] == 1, "steady rdouble (41) beats disturbed shm (45) (best %d)", w.best[1]);
+    any = gcoll_calib_again(&w, 1, 3, retried[1], use);
+    CHECK(any && use[0] && use[1] && !use[2], "shm's fastest block (20) beats the winner: shm and "
+          "rdouble again (use %d %d %d)", use[0], use[1], use[2]);
 
     for (int s = 0; s < 3; s++)
         for (int a = 0; a < 3; a++) set_blocks(&w, s, a, steady[s][a], 3);
