@@ -82,17 +82,12 @@ static gcoll_status_t run(const call_t *a, gmpi_mode_t mode, int persistent, gco
 }
 #undef FORM
 
-/* Run a decided call in its form.  Returns 1 with the MPI code in *rc when
- * libgcoll took it; 0 when it refused at post (counted as a fallback: the
- * caller hands the call to MPI). */
-static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req, int *rc)
+/* What libgcoll's status st for call fn means to the MPI caller.  Returns 1
+ * with the MPI code in *rc when libgcoll took the call; 0 when it refused
+ * at post (counted as a fallback: the caller hands the call to MPI). */
+static int settle(gcoll_status_t st, gmpi_fn_t fn, gmpi_mode_t mode, int persistent,
+                  gcoll_request_t greq, MPI_Comm c, MPI_Request *req, int *rc)
 {
-    gmpi_fn_t fn = GMPI_FN(a->coll, mode);
-    int persistent = mode == GMPI_PERSISTENT || mode == GMPI_PERSISTENT_X;
-    gcoll_request_t greq = GCOLL_REQUEST_NULL;
-    gmpi_inside++;
-    gcoll_status_t st = run(a, mode, persistent, &greq);
-    gmpi_inside--;
     if (st == GCOLL_ERR_INVALID_ARG || st == GCOLL_ERR_NOT_SUPPORTED) {
         gmpi_count_fallback(fn, why_declined);
         return 0;
@@ -106,6 +101,18 @@ static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req
     else if (mode == GMPI_NONBLOCKING) *rc = gmpi_request_wrap(greq, c, fn, req);
     else *rc = MPI_SUCCESS;
     return 1;
+}
+
+/* Run a decided call in its form; returns as settle() does. */
+static int serve(const call_t *a, gmpi_mode_t mode, MPI_Comm c, MPI_Request *req, int *rc)
+{
+    gmpi_fn_t fn = GMPI_FN(a->coll, mode);
+    int persistent = mode == GMPI_PERSISTENT || mode == GMPI_PERSISTENT_X;
+    gcoll_request_t greq = GCOLL_REQUEST_NULL;
+    gmpi_inside++;
+    gcoll_status_t st = run(a, mode, persistent, &greq);
+    gmpi_inside--;
+    return settle(st, fn, mode, persistent, greq, c, req, rc);
 }
 
 /* The common tail of every collective: serve a decided call, or count the
@@ -153,7 +160,7 @@ static const char *prep_allreduce(const void *s, void *r, int count, MPI_Datatyp
  * gradients), and all that prep_allreduce works out but the buffers --
  * libgcoll's type, op and communicator, and the size decision -- depends
  * only on (communicator, type, op, count) and on the communicator map's
- * generation.  A repeat goes straight to serve(): the drop-in's own cost
+ * generation.  A repeat goes straight to gcoll_allreduce: the drop-in's own cost
  * is then the wrapper and the served count, about as much as the 5% of a
  * 0.25 us call that it may add. */
 typedef struct {
@@ -166,19 +173,29 @@ typedef struct {
 } allreduce_memo_t;
 static __thread __attribute__((tls_model("initial-exec"))) allreduce_memo_t last_allreduce;
 
+/* A repeat of the memo's call, served straight from it (no copy of the
+ * call, no dispatch on the collective). */
+enum { NOT_A_REPEAT, REPEAT_SERVED, REPEAT_REFUSED };
+static int allreduce_repeat(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op,
+                            MPI_Comm c, int *rc)
+{
+    const allreduce_memo_t *m = &last_allreduce;
+    if (m->gen != gmpi_comm_gen || m->c != c || m->count != count || m->t != t || m->op != op ||
+        !s || !r)
+        return NOT_A_REPEAT;
+    gmpi_inside++;
+    gcoll_status_t st = gcoll_allreduce(s == MPI_IN_PLACE ? r : s, r, m->a.count, m->a.dt,
+                                        m->a.op, m->a.g);
+    gmpi_inside--;
+    return settle(st, GMPI_FN(GMPI_ALLREDUCE, GMPI_BLOCKING), GMPI_BLOCKING, 0,
+                  GCOLL_REQUEST_NULL, c, NULL, rc) ? REPEAT_SERVED : REPEAT_REFUSED;
+}
+
 static const char *prep_allreduce_blocking(const void *s, void *r, int count, MPI_Datatype t,
                                            MPI_Op op, MPI_Comm c, call_t *a)
 {
-    allreduce_memo_t *m = &last_allreduce;
-    unsigned gen = gmpi_comm_gen;
-    if (m->gen == gen && m->c == c && m->count == count && m->t == t && m->op == op && s && r) {
-        *a = m->a;
-        a->s = s == MPI_IN_PLACE ? r : s;
-        a->r = r;
-        return NULL;
-    }
     const char *why = prep_allreduce(s, r, count, t, op, c, a);
-    if (!why) *m = (allreduce_memo_t){ c, t, op, count, gen, *a };
+    if (!why) last_allreduce = (allreduce_memo_t){ c, t, op, count, gmpi_comm_gen, *a };
     return why;
 }
 
@@ -186,6 +203,10 @@ int gmpi_allreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op,
                    gmpi_mode_t mode, MPI_Info info, MPI_Request *req)
 {
     call_t a;
+    int rc, repeat = mode == GMPI_BLOCKING ? allreduce_repeat(s, r, count, t, op, c, &rc)
+                                           : NOT_A_REPEAT;
+    if (repeat == REPEAT_SERVED) return rc;
+    if (repeat == REPEAT_REFUSED) return PMPI_Allreduce(s, r, count, t, op, c);   /* counted */
     const char *why = mode == GMPI_BLOCKING ? prep_allreduce_blocking(s, r, count, t, op, c, &a)
                                             : prep_allreduce(s, r, count, t, op, c, &a);
     SERVE_OR(GMPI_ALLREDUCE, mode, why, a, c, req,
