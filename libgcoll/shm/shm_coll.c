@@ -274,8 +274,10 @@ static void shm_ar_copy_in(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int j = 0; j < shm->size; j++) {
         shm_seg_t s = shm_ar_seg(shm, a->count, a->dts, i, j);
         if (j != shm->rank && s.len)
-            gcoll_copy(shm_slot(shm, shm->rank, wp, j), a->src + s.off * a->dts, s.len * a->dts);
+            gcoll_shm_copy(shm_slot(shm, shm->rank, wp, j), a->src + s.off * a->dts,
+                           s.len * a->dts, a->stream);
     }
+    shm_copy_done(a->stream);   /* before the step publishes the slots */
 }
 
 /* The one-step form costs every rank P * bytes of reduction, the pipeline
@@ -390,10 +392,22 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  * (at most ~0.2% of the time spent the slower way).  All ranks make the
  * same calls, so they probe the same call together and measure the switch
  * they would make together; a rank-local choice needs no agreement (readers
- * find res where they always do). */
+ * find res where they always do).
+ *
+ * The way covers every write of an allreduce that the peers read: res, and
+ * the copy of the inputs into the slots (pipeline) or the area (one step,
+ * from SHM_STREAM_IN_MIN).  In the VM's slow state the peers' reads of
+ * lines still modified in this core's cache cost 450-610 ns each (a
+ * ping-pong across core complexes), against 130-190 ns in the fast state;
+ * from memory they stream.  Measured 2026-12-03, 2 ranks, --algo shm, 6
+ * alternated launches each way: inputs copied through the cache ran in
+ * either state (64 KiB 13 or 25-31 us, 1 MiB 111-117 or 300-310 us),
+ * streamed in one steady band (64 KiB 15-19 us, 1 MiB 160-205 us): 1.3-1.6x
+ * slower than the fast state, 1.5-1.9x faster than the slow one. */
 #define SHM_ADAPT_PROBE     16     /* first try at the 16th call ... */
 #define SHM_ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
 #define SHM_ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
+#define SHM_STREAM_IN_MIN   (16u << 10)   /* one-step allreduces this large choose too */
 
 static int shm_size_class(size_t bytes)
 {
@@ -470,9 +484,12 @@ static void shm_body_ar_small(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     shm_red_args_t a = shm_op_args(o);
     int me = shm->rank, wp = gcoll_shm_wpar(shm);
     if (o->t == 0) {
-        if (o->publish)
-            gcoll_copy(o->tiny ? gcoll_shm_inline(shm, me, wp) : gcoll_shm_area(shm, me, wp), o->src,
-                   o->bytes);
+        if (o->publish && o->tiny) {
+            gcoll_copy(gcoll_shm_inline(shm, me, wp), o->src, o->bytes);
+        } else if (o->publish) {   /* streamed where this rank measured it faster */
+            gcoll_shm_copy(gcoll_shm_area(shm, me, wp), o->src, o->bytes, o->stream);
+            shm_copy_done(o->stream);   /* before the step publishes it */
+        }
     } else if (a.dst) {
         shm_ar_small_fold(shm, &a, o->tiny);
     }
@@ -603,7 +620,8 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         }
         o->waiting = 1;
     }
-    if (o->form == SHM_FORM_AR_LARGE || o->form == SHM_FORM_BCAST) shm_adapt_learn(shm, o);
+    if (o->form == SHM_FORM_AR_LARGE || o->form == SHM_FORM_AR_SMALL || o->form == SHM_FORM_BCAST)
+        shm_adapt_learn(shm, o);
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -657,6 +675,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         o->publish = o->coll == GCOLL_COLL_ALLREDUCE || me != o->root;
         o->tiny    = o->bytes <= GCOLL_SHM_INLINE;
         o->last    = 1;
+        if (o->publish && o->bytes >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
         return GCOLL_SUCCESS;
     }
     o->form = SHM_FORM_AR_LARGE;
