@@ -504,19 +504,24 @@ static int implausible(const gcoll_calib_sweep_t *w, int s, int i)
     return s + 1 < w->nsizes && w->t[s + 1][i] > 0 && t > 3.0 * w->t[s + 1][i];
 }
 
+/* nblocks more blocks of algorithm a at size s still fit. */
+static int fits(const gcoll_calib_sweep_t *w, int s, int a, int nblocks)
+{
+    return w->nblk[s][a] + nblocks <= GCOLL_CALIB_MAX_BLOCKS;
+}
+
 int gcoll_calib_again(const gcoll_calib_sweep_t *w, int s, int nblocks, unsigned char *retried,
                       int *use)
 {
     int a = w->best[s], any = 0;
     memset(use, 0, sizeof(int) * GCOLL_CALIB_MAX_ALGOS);
     if (a < 0) return 0;
-    int room = w->nblk[s][a] + nblocks <= GCOLL_CALIB_MAX_BLOCKS;
+    int room = fits(w, s, a, nblocks);
     if (room && disturbance(w, s) > GCOLL_CALIB_DISTURBED)
         for (int i = 0; i < w->nalgos; i++)
             any |= use[i] = w->t[s][i] >= 0 && (i == a || w->t[s][i] < 1.5 * w->t[s][a]);
     for (int i = 0; room && i < w->nalgos; i++)
-        if (hidden_rival(w, s, a, i) && w->nblk[s][i] + nblocks <= GCOLL_CALIB_MAX_BLOCKS)
-            any = use[a] = use[i] = 1;
+        if (hidden_rival(w, s, a, i) && fits(w, s, i, nblocks)) any = use[a] = use[i] = 1;
     for (int i = 0; i < w->nalgos; i++)
         if (w->t[s][i] >= 0 && !retried[i] && implausible(w, s, i)) {
             retried[i] = 1;

@@ -37,7 +37,8 @@
 
 /* Bump when what calibration measures or how it derives rows changes: old
  * entries then no longer match and are measured again. */
-#define CALIB_FORMAT 3   /* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again */
+/* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again */
+#define CALIB_FORMAT 3
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
@@ -512,7 +513,8 @@ static void measure_and_write(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
     reset_after_measuring(c);
     *text = NULL;
     p->len = -1;
-    if (c->rank == 0 && st == GCOLL_SUCCESS && (*text = entry_text(s, key, w, secs, blocks, disturbed)) != NULL) {
+    if (c->rank == 0 && st == GCOLL_SUCCESS &&
+        (*text = entry_text(s, key, w, secs, blocks, disturbed)) != NULL) {
         p->len = (int)strlen(*text);
         if (write_atomic(p->path, *text) == 0) {
             fprintf(stderr, "cached in %s (%.1f s)\n", p->path, secs);

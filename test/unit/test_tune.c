@@ -515,7 +515,8 @@ static void test_calib_again(void)
     set_blocks(&w, 1, 0, full, GCOLL_CALIB_MAX_BLOCKS - 2);
     CHECK(!gcoll_calib_again(&w, 1, 3, retried[1], use), "still disturbed, but no more once its "
           "blocks are full");
-    CHECK(gcoll_calib_again(&w, 1, 2, retried[1], use) && use[0], "while two more blocks fit: again");
+    CHECK(gcoll_calib_again(&w, 1, 2, retried[1], use) && use[0],
+          "while two more blocks fit: again");
     static const double hidden[5] = { 20, 21, 45, 46, 47 };   /* median 45: 2.1x its fastest */
     set_blocks(&w, 1, 0, hidden, 5);
     set_blocks(&w, 1, 1, rival, 3);
