@@ -21,7 +21,10 @@
 # 16 MiB) with enough iterations to last a fraction of a second; within a
 # round the variants alternate, the order rotating per round, because this
 # kind of machine drifts 2-3x in speed between minutes: compare medians of
-# interleaved launches, never two sweeps taken minutes apart.
+# interleaved launches, never two sweeps taken minutes apart.  Column
+# "same": the default over the algorithm it ran, forced: one algorithm both
+# times, so it shows how far apart this machine's launches fall (the
+# ratio's resolution here; the verdict is the ratio's alone).
 #
 # Environment: MPIRUN (default mpirun), MPIRUN_FLAGS (replace the default
 # flags: none at 2 ranks, "--oversubscribe --bind-to none" above; e.g.
@@ -126,8 +129,8 @@ for shape in $shapes; do
         echo "   cache rows ($(basename "$entry")):"
         grep -v '^#' "$entry" | sed 's/^/     /'
     fi
-    printf "   %-10s %12s %-14s %12s  %-14s %7s  %s\n" size "default us" "(runs)" "best us" \
-        "best forced" ratio verdict
+    printf "   %-10s %12s %-14s %12s  %-14s %7s %7s  %s\n" size "default us" "(runs)" "best us" \
+        "best forced" ratio "same" verdict
     for size in $checked; do
         def=$(for f in "$dir"/default.*.[1-9]*; do
                   case $f in *.err) continue ;; esac
@@ -148,16 +151,27 @@ for shape in $shapes; do
                    if (s >= lo && s <= hi) { sub(/ \(.*/, "", p[2]); n = split(p[2], w, " "); print w[n]; exit } }' \
                    "$dir/decisions")
         if [ -z "$def" ] || [ -z "$best" ]; then
-            printf "   %-10s %12s %-14s %12s  %-14s %7s  %s\n" "$size" "${def:-?}" "(${runs:-?})" "${best:-?}" \
-                "$bname" "-" "NO DATA"
+            printf "   %-10s %12s %-14s %12s  %-14s %7s %7s  %s\n" "$size" "${def:-?}" "(${runs:-?})" \
+                "${best:-?}" "$bname" "-" "-" "NO DATA"
             fail=1
             continue
         fi
         ratio=$(awk -v a="$def" -v b="$best" 'BEGIN {printf "%.2f", a / b}')
+        # "same": the default over the algorithm it ran, forced.  Both run one
+        # algorithm, so this is the launches' own spread: the resolution of
+        # the ratio on this machine (the verdict does not use it).
+        same=-
+        if [ -n "$runs" ]; then
+            m=$(for f in "$dir/$runs".*.[1-9]*; do
+                    case $f in *.err) continue ;; esac
+                    awk -v s="$size" '$1 == s {print $2}' "$f"
+                done 2>/dev/null | median)
+            [ -n "$m" ] && same=$(awk -v a="$def" -v b="$m" 'BEGIN {printf "%.2f", a / b}')
+        fi
         verdict=ok
         awk -v r="$ratio" -v l="$limit" 'BEGIN {exit !(r > l)}' && verdict="OVER $limit" && fail=1
-        printf "   %-10s %12s %-14s %12s  %-14s %7s  %s\n" "$size" "$def" "(${runs:-?})" "$best" "$bname" \
-            "$ratio" "$verdict"
+        printf "   %-10s %12s %-14s %12s  %-14s %7s %7s  %s\n" "$size" "$def" "(${runs:-?})" "$best" \
+            "$bname" "$ratio" "$same" "$verdict"
     done
     declined=$(cd "$dir" && ls ./*.declines 2>/dev/null | sed 's#^\./##; s/\.declines$//' | tr '\n' ' ')
     [ -n "$declined" ] && echo "   n/a (decline on this shape, fall back): $declined"

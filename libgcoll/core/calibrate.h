@@ -131,6 +131,8 @@ gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int 
  * where the scheduler happens to put the ranks (two ranks of a node on one
  * core or two, when ranks outnumber cores) can be fast for a while and slow
  * for the next; one measurement taken while it was fast would cache it.
+ * The blocks go one per size per round, timing.nblocks rounds over all the
+ * sizes, so a size's confirming blocks are spread over the whole step.
  * Collective. */
 gcoll_status_t gcoll_calib_confirm(gcoll_calib_t *c, gcoll_calib_sweep_t *w);
 
