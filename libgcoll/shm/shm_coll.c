@@ -348,9 +348,10 @@ static void shm_rs_copy_in(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_
     for (int j = 0; j < shm->size; j++) {
         shm_seg_t s = shm_blk_seg(a->count, shm->size, j, pl->sub, i);
         if (j != shm->rank && s.len)
-            gcoll_copy(shm_rs_slot(shm, pl, shm->rank, wp, j), a->src + s.off * a->dts,
-                   s.len * a->dts);
+            gcoll_shm_copy(shm_rs_slot(shm, pl, shm->rank, wp, j), a->src + s.off * a->dts,
+                           s.len * a->dts, a->stream);
     }
+    shm_copy_done(a->stream);   /* before the step publishes the slots */
 }
 
 /* ---- allgather and bcast -------------------------------------------------- */
@@ -403,11 +404,16 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  * alternated launches each way: inputs copied through the cache ran in
  * either state (64 KiB 13 or 25-31 us, 1 MiB 111-117 or 300-310 us),
  * streamed in one steady band (64 KiB 15-19 us, 1 MiB 160-205 us): 1.3-1.6x
- * slower than the fast state, 1.5-1.9x faster than the slow one. */
+ * slower than the fast state, 1.5-1.9x faster than the slow one.  The
+ * allgather's and reduce_scatter's copies into the segment choose the same
+ * way, each with its own costs: their launches fell in two bands too
+ * (2 ranks, allgather of 512 KiB blocks: 41-53 us or 265-339 us, 1 in 6
+ * launches, memcpy 77% of the time in both). */
 #define SHM_ADAPT_PROBE     16     /* first try at the 16th call ... */
 #define SHM_ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
 #define SHM_ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
-#define SHM_STREAM_IN_MIN   (16u << 10)   /* one-step allreduces this large choose too */
+#define SHM_STREAM_IN_MIN   (16u << 10)   /* one-step allreduces, allgather and reduce_scatter
+                                            * chunks this large choose too */
 
 static int shm_size_class(size_t bytes)
 {
@@ -416,11 +422,18 @@ static int shm_size_class(size_t bytes)
     return c < GCOLL_SHM_ADAPT_CLASSES ? c : GCOLL_SHM_ADAPT_CLASSES - 1;
 }
 
-/* A bcast root's copy-in has the same choice as a reducer's slice: its
- * readers copy the chunk out of this core's cache, or out of memory. */
+/* A bcast root's, an allgather's and a reduce_scatter's copy-in have the
+ * same choice as a reducer's slice: the readers copy the chunk out of this
+ * core's cache, or out of memory.  Each learns its own (the costs per byte
+ * differ). */
 static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    return o->coll == GCOLL_COLL_BCAST ? &shm->adapt_bcast[o->cls] : &shm->adapt[o->cls];
+    switch (o->coll) {
+    case GCOLL_COLL_BCAST:          return &shm->adapt_bcast[o->cls];
+    case GCOLL_COLL_ALLGATHER:      return &shm->adapt_ag[o->cls];
+    case GCOLL_COLL_REDUCE_SCATTER: return &shm->adapt_rs[o->cls];
+    default:                        return &shm->adapt[o->cls];
+    }
 }
 
 static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
@@ -523,8 +536,9 @@ static void shm_body_ag(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     if (o->t < o->n) {
         size_t off = o->t * o->sub;
         if (off < own_len)
-            gcoll_copy(shm_flat(shm, o->tiny, shm->rank, gcoll_shm_wpar(shm)), own + off,
-                   min_sz(o->sub, own_len - off));
+            gcoll_shm_copy(shm_flat(shm, o->tiny, shm->rank, gcoll_shm_wpar(shm)), own + off,
+                           min_sz(o->sub, own_len - off), o->stream);
+        shm_copy_done(o->stream);   /* before the step publishes the chunk */
     }
 }
 
@@ -620,8 +634,11 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         }
         o->waiting = 1;
     }
-    if (o->form == SHM_FORM_AR_LARGE || o->form == SHM_FORM_AR_SMALL || o->form == SHM_FORM_BCAST)
-        shm_adapt_learn(shm, o);
+    switch (o->form) {   /* the forms that choose (o->cls 0: this op did not) */
+    case SHM_FORM_AR_SMALL: case SHM_FORM_AR_LARGE: case SHM_FORM_BCAST:
+    case SHM_FORM_AG:       case SHM_FORM_RS:       shm_adapt_learn(shm, o); break;
+    default:                break;
+    }
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -700,8 +717,10 @@ static gcoll_status_t shm_start_rs(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         o->stride = (maxlen * o->dts + 7) / 8 * 8;
         o->tiny   = (size_t)shm->size * o->stride <= GCOLL_SHM_INLINE;
     }
-    o->form = SHM_FORM_RS;
-    o->last = o->n;
+    o->form  = SHM_FORM_RS;
+    o->last  = o->n;
+    o->bytes = o->count * o->dts;
+    if (!o->tiny && maxlen * o->dts >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 
@@ -720,9 +739,11 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
-    o->tiny = maxlen <= GCOLL_SHM_INLINE;
-    o->form = SHM_FORM_AG;
-    o->last = o->n;
+    o->tiny  = maxlen <= GCOLL_SHM_INLINE;
+    o->form  = SHM_FORM_AG;
+    o->last  = o->n;
+    o->bytes = o->count * o->dts;
+    if (!o->tiny && maxlen >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 

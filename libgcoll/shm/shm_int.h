@@ -147,6 +147,8 @@ struct gcoll_shm {
     unsigned char    *data;        /* region of rank 0 */
     gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];        /* allreduce / reduce */
     gcoll_shm_adapt_t adapt_bcast[GCOLL_SHM_ADAPT_CLASSES];  /* a bcast root's copy-in */
+    gcoll_shm_adapt_t adapt_ag[GCOLL_SHM_ADAPT_CLASSES];     /* an allgather's copy-in */
+    gcoll_shm_adapt_t adapt_rs[GCOLL_SHM_ADAPT_CLASSES];     /* a reduce_scatter's copy-in */
     struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
 };
 

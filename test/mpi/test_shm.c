@@ -633,11 +633,28 @@ static void run_bench(void)
     }
 }
 
-/* The two ways a reducer writes its slice of a large allreduce (shm_coll.c,
- * "Writing the reduced slice"): auto picks one per call, usually the same,
- * so each is forced here in turn; the op must report the way it was told,
- * and the results must not depend on it (in place at every rank, so the
- * accumulator aliases a later input on ranks >= 2). */
+/* One op of collective coll started and run to the end under way; the
+ * rank that copies into the segment (every rank, or the root where only
+ * it does) must report the way it was told. */
+static void check_way(int coll, const void *src, void *dst, size_t n, gcoll_dtype_t dt, int way,
+                      int copies, const char *what)
+{
+    gcoll_shm_op_t o;
+    gcoll_status_t st = gcoll_shm_op_start(shm, &o, coll, src, dst, n, dt, GCOLL_SUM, 0);
+    int done = 0;
+    while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+    if (st) FAIL("write way %d, %s: %s", way, what, gcoll_last_error());
+    if (copies && o.form != 0 && o.stream != (way == GCOLL_SHM_STREAM_ON))
+        FAIL("write way %d: the %s streamed=%d", way, what, o.stream);
+}
+
+/* The two ways a rank writes what its peers read (shm_coll.c, "Writing the
+ * reduced slice": a reducer's slice and inputs, a bcast root's, an
+ * allgather's and a reduce_scatter's copies into the segment): auto picks
+ * one per call, usually the same, so each is forced here in turn; the op
+ * must report the way it was told, and the results must not depend on it
+ * (in place at every rank, so the accumulator aliases a later input on
+ * ranks >= 2). */
 static void run_write_ways(void)
 {
     static const int ways[] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
@@ -646,23 +663,16 @@ static void run_write_ways(void)
     for (size_t w = 0; w < NELEMS(ways); w++) {
         cfg.shm_stream = ways[w];
         if (size > 1) {
-            gcoll_shm_op_t o;
-            float *buf = xmalloc(1u << 20);
-            gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_ALLREDUCE, buf, buf,
-                                                   (1u << 20) / 4, GCOLL_FLOAT32, GCOLL_SUM, 0);
-            int done = 0;
-            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
-            if (st) FAIL("write way %d: %s", ways[w], gcoll_last_error());
-            if (o.form != 0 && o.stream != (ways[w] == GCOLL_SHM_STREAM_ON))
-                FAIL("write way %d: the op streamed=%d", ways[w], o.stream);
-            /* a bcast root's copy-in takes the same way */
-            st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_BCAST, NULL, buf, 1u << 20, GCOLL_UINT8,
-                                    GCOLL_SUM, 0);
-            done = 0;
-            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
-            if (st) FAIL("write way %d, bcast: %s", ways[w], gcoll_last_error());
-            if (rank == 0 && o.stream != (ways[w] == GCOLL_SHM_STREAM_ON))
-                FAIL("write way %d: the bcast root streamed=%d", ways[w], o.stream);
+            float *buf = xmalloc(1u << 20), *out = xmalloc(1u << 20);
+            check_way(GCOLL_COLL_ALLREDUCE, buf, buf, (1u << 20) / 4, GCOLL_FLOAT32, ways[w], 1,
+                      "allreduce");
+            check_way(GCOLL_COLL_BCAST, NULL, buf, 1u << 20, GCOLL_UINT8, ways[w], rank == 0,
+                      "bcast root");
+            check_way(GCOLL_COLL_ALLGATHER, buf, out, 1u << 20, GCOLL_UINT8, ways[w], 1,
+                      "allgather");
+            check_way(GCOLL_COLL_REDUCE_SCATTER, buf, out, (1u << 20) / 4, GCOLL_FLOAT32, ways[w],
+                      1, "reduce_scatter");
+            free(out);
             free(buf);
         }
         for (int ip = 0; ip < 2; ip++) {
@@ -670,6 +680,10 @@ static void run_write_ways(void)
             test_allreduce((4u << 20) + 5, GCOLL_FLOAT64, GCOLL_SUM, ip, seed++);   /* dst streamed too */
             test_allreduce(65537, GCOLL_INT32, GCOLL_MAX, ip, seed++);
             test_reduce((1u << 20) + 3, GCOLL_INT64, GCOLL_SUM, ip, size - 1, seed++);
+            test_allgather((1u << 20) + 3, 4, ip, seed++);
+            test_allgather(40009, 1, ip, seed++);   /* one chunk, streamed from 16 KiB blocks */
+            test_reduce_scatter((1u << 20) + 3, GCOLL_FLOAT32, GCOLL_SUM, ip, seed++);
+            test_reduce_scatter(65537, GCOLL_INT32, GCOLL_MAX, ip, seed++);
         }
         test_bcast((3u << 20) + 5, size - 1, seed++);
         test_bcast(65537, 0, seed++);
