@@ -443,10 +443,13 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
         return;
     }
-    o->cls = (uint8_t)shm_size_class(o->bytes);   /* >= 15: large forms only */
+    o->cls = (uint8_t)shm_size_class(o->bytes);   /* nonzero: the op learns at its end */
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
-    o->stream = (uint8_t)(a->stream ^ (++a->calls == a->next));
+    /* >=, not ==: a probe that did not learn (the op went zero-copy after
+     * this pick, gcoll_shm_op_start) is tried again by the next call
+     * instead of ending the probes of this class for good */
+    o->stream = (uint8_t)(a->stream ^ (++a->calls >= a->next));
     o->t0 = gcoll_clock_now();
 }
 
