@@ -95,6 +95,15 @@ launch() {
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+# variant_median DIR VARIANT SIZE: the median over VARIANT's launches of its
+# time at SIZE (round 0, the default's calibrating launch, left out).
+variant_median() {
+    local f
+    for f in "$1/$2".*.[1-9]*; do
+        case $f in *.err) continue ;; esac
+        [ -e "$f" ] && awk -v s="$3" '$1 == s {print $2}' "$f"
+    done | median
+}
 
 fail=0
 for shape in $shapes; do
@@ -132,17 +141,11 @@ for shape in $shapes; do
     printf "   %-10s %12s %-14s %12s  %-14s %7s %7s  %s\n" size "default us" "(runs)" "best us" \
         "best forced" ratio "same" verdict
     for size in $checked; do
-        def=$(for f in "$dir"/default.*.[1-9]*; do
-                  case $f in *.err) continue ;; esac
-                  awk -v s="$size" '$1 == s {print $2}' "$f"
-              done | median)
+        def=$(variant_median "$dir" default "$size")
         best="" bname=""
         for v in $algos; do
             [ -e "$dir/$v.declines" ] && continue
-            m=$(for f in "$dir/$v".*.[1-9]*; do
-                    case $f in *.err) continue ;; esac
-                    awk -v s="$size" '$1 == s {print $2}' "$f"
-                done | median)
+            m=$(variant_median "$dir" "$v" "$size")
             [ -n "$m" ] || continue
             if [ -z "$best" ] || awk -v a="$m" -v b="$best" 'BEGIN {exit !(a < b)}'; then best=$m bname=$v; fi
         done
@@ -162,10 +165,7 @@ for shape in $shapes; do
         # the ratio on this machine (the verdict does not use it).
         same=-
         if [ -n "$runs" ]; then
-            m=$(for f in "$dir/$runs".*.[1-9]*; do
-                    case $f in *.err) continue ;; esac
-                    awk -v s="$size" '$1 == s {print $2}' "$f"
-                done 2>/dev/null | median)
+            m=$(variant_median "$dir" "$runs" "$size")
             [ -n "$m" ] && same=$(awk -v a="$def" -v b="$m" 'BEGIN {printf "%.2f", a / b}')
         fi
         verdict=ok
@@ -180,10 +180,7 @@ for shape in $shapes; do
         [ -e "$dir/$v.declines" ] && continue
         line=$(printf "     %-13s" "$v")
         for size in $checked; do
-            m=$(for f in "$dir/$v".*.[1-9]*; do
-                    case $f in *.err) continue ;; esac
-                    awk -v s="$size" '$1 == s {print $2}' "$f"
-                done | median)
+            m=$(variant_median "$dir" "$v" "$size")
             line="$line $(printf "%10s" "${m:-?}")"
         done
         echo "$line"

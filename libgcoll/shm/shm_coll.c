@@ -723,7 +723,7 @@ static gcoll_status_t shm_start_rs(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->form  = SHM_FORM_RS;
     o->last  = o->n;
     o->bytes = o->count * o->dts;
-    if (!o->tiny && maxlen * o->dts >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
+    if (maxlen * o->dts >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
 
@@ -746,7 +746,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->form  = SHM_FORM_AG;
     o->last  = o->n;
     o->bytes = o->count * o->dts;
-    if (!o->tiny && maxlen >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
+    if (maxlen >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
 
