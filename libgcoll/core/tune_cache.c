@@ -37,21 +37,35 @@
 
 /* Bump when what calibration measures or how it derives rows changes: old
  * entries then no longer match and are measured again. */
-/* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again */
-#define CALIB_FORMAT 3
+/* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again;
+ * 4: allgather measured too */
+#define CALIB_FORMAT 4
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
  * latency dominates and 4x from 4 KiB, plus up to four midpoints where
  * neighbouring winners differ; its libgcoll algorithms and the
- * application's MPI_Allreduce, whose wins become mpi rows for the drop-in
- * (the other collectives have no mpi rows but hand-written ones). */
-static const gcoll_coll_t calib_colls[] = { GCOLL_COLL_ALLREDUCE };
+ * application's MPI_Allreduce, whose wins become mpi rows for the drop-in.
+ * Then allgather, the same sizes per rank while the gathered result fits
+ * MAX_BYTES (the largest one's winner takes every size above): whether the
+ * node's segment (two copies) or a transport's single copy (UCX over CMA)
+ * moves a block faster differs between machines by 1.4-1.8x either way
+ * (docs/TUNING.md).  The other collectives keep the built-in rows. */
+static const gcoll_coll_t calib_colls[] = { GCOLL_COLL_ALLREDUCE, GCOLL_COLL_ALLGATHER };
 static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10, 256u << 10,
                                       1u << 20, 4u << 20, 16u << 20 };
 #define NCOLLS     (sizeof(calib_colls) / sizeof(calib_colls[0]))
 #define NSIZES     ((int)(sizeof(calib_sizes) / sizeof(calib_sizes[0])))
-#define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size */
+#define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size, allgather's result */
+
+/* The sizes of calib_sizes that coll measures on P ranks. */
+static int calib_nsizes(gcoll_coll_t coll, int P)
+{
+    int n = NSIZES;
+    if (coll == GCOLL_COLL_ALLGATHER)
+        while (n > 1 && calib_sizes[n - 1] * (size_t)P > MAX_BYTES) n--;
+    return n;
+}
 #define MAX_REFINE 4
 
 /* ---- the key ------------------------------------------------------------- */
@@ -369,7 +383,8 @@ static gcoll_status_t measure(gcoll_comm_t c, gcoll_calib_sweep_t **w, int *bloc
                                                            "its buffers to measure in");
     }
     for (size_t i = 0; i < NCOLLS && st == GCOLL_SUCCESS; i++) {
-        gcoll_calib_plan_sizes(w[i], calib_colls[i], calib_sizes, NSIZES);
+        gcoll_calib_plan_sizes(w[i], calib_colls[i], calib_sizes,
+                               calib_nsizes(calib_colls[i], c->size));
         gcoll_calib_add_mpi(w[i]);
         for (int j = 0; j < w[i]->nsizes && st == GCOLL_SUCCESS; j++)
             st = gcoll_calib_measure(&k, w[i], j);

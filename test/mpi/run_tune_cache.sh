@@ -79,11 +79,17 @@ rc=$?
 entry=$(entries "$DIR/xdg/gcoll")
 first=$(selection)
 [ "$rc" = 0 ] && [ -n "$entry" ] && [ "$(echo "$entry" | wc -l)" = 1 ] &&
-    grep -q "^gcoll: calibrating allreduce for this machine (2 ranks, 1 node)\.\.\. cached in $entry (" "$DIR/err" &&
+    grep -q "^gcoll: calibrating allreduce and allgather for this machine (2 ranks, 1 node)\.\.\. cached in $entry (" "$DIR/err" &&
     grep -q "^# key: libgcoll=.* ranks=2 nodes=1 ppn=2 .* mpi=\"[^\"]" "$entry" && grep -Eq "^allreduce +host +1 +2 " "$entry" &&
     grep -Eq "^#   8 .* \*?mpi=[0-9.]+" "$entry" && [ -n "$first" ] &&
     mpi_rows_first "$entry"
 check "clean cache: calibrates, says so, writes $(basename "${entry:-none}") under \$XDG_CACHE_HOME/gcoll, ranks agree (rc=$rc)" $?
+# allgather too, up to the size whose gathered result (2 x 4 MiB) fits the
+# 16 MiB buffers, its rows covering every size
+ag_sizes=$(sed -n '/^# allgather medians/,/^[^#]/p' "${entry:-/dev/null}" | awk '$1 == "#" && $2 ~ /^[0-9]/ {print $2}' | tr '\n' ' ')
+[ -n "$entry" ] && grep -Eq "^allgather +host +1 +2 +[^ ]+-inf " "$entry" &&
+    [ "$ag_sizes" != "${ag_sizes%4M }" ] && [ "$ag_sizes" = "${ag_sizes%16M }" ]
+check "the entry holds allgather rows, measured up to 4M per rank at 2 ranks (sizes: $ag_sizes)" $?
 cp "$DIR/err" "$DIR/first.err"
 
 # ---- (b) second creation reads it -------------------------------------------------
@@ -182,7 +188,7 @@ rc=$?
 four=$(entries "$DIR/four")
 sel4=$(selection)
 [ "$rc" = 0 ] && [ -n "$sel4" ] && [[ "$(basename "${four:-x}")" == 4r-2x2-* ]] &&
-    grep -q "calibrating allreduce for this machine (4 ranks, 2 simulated nodes of 2)\.\.\. cached in $four" "$DIR/err" &&
+    grep -q "calibrating allreduce and allgather for this machine (4 ranks, 2 simulated nodes of 2)\.\.\. cached in $four" "$DIR/err" &&
     grep -q "simulated=yes" "$four" && grep -Eq "^allreduce +host +2 +2 " "$four"
 check "4 ranks as 2 nodes: an entry of its own, all 4 ranks choose alike ($sel4)" $?
 GCOLL_TUNE_CACHE=$DIR/four GCOLL_NODE_SIZE=2 mpi 4 "$PROG" -p $SIZES
@@ -196,7 +202,7 @@ rc=$?
 check "mpirun -n 4 gcoll_info with GCOLL_NODE_SIZE=2 finds that entry" $?
 GCOLL_TUNE_CACHE=$DIR/four GCOLL_NODE_SIZE=2 mpi 4 "$INFO" --calibrate
 rc=$?
-[ "$rc" = 0 ] && grep -q "calibrating allreduce .*cached in $four" "$DIR/err" &&
+[ "$rc" = 0 ] && grep -q "calibrating allreduce and allgather .*cached in $four" "$DIR/err" &&
     grep -q "^gcoll_info: entry for this shape: $four" "$DIR/out"
 check "gcoll_info --calibrate measures again and replaces the entry" $?
 
@@ -206,7 +212,7 @@ if [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
     GCOLL_TUNE_CACHE=$DIR/dropin mpi 2 -x "LD_PRELOAD=$LIB" \
         -x "LD_LIBRARY_PATH=$PWD/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" test/mpi/test_dropin
     rc=$?
-    [ "$rc" = 0 ] && grep -q "calibrating allreduce for this machine (2 ranks, 1 node)\.\.\. cached in $DIR/dropin/" "$DIR/err" &&
+    [ "$rc" = 0 ] && grep -q "calibrating allreduce and allgather for this machine (2 ranks, 1 node)\.\.\. cached in $DIR/dropin/" "$DIR/err" &&
         [ -n "$(entries "$DIR/dropin")" ]
     check "preloaded drop-in on a clean cache: MPI_Init measures and caches, the program passes" $?
 else
