@@ -59,6 +59,7 @@
 #include "base/clock.h"
 #include "base/copy.h"
 #include "shm/shm_int.h"
+#include "shm/shm_cma.h"
 #include "shm/shm_zcopy.h"
 #include "algos/peers.h"
 #include "base/reduce.h"
@@ -479,6 +480,7 @@ enum {
     SHM_FORM_AR_LARGE,   /* allreduce / reduce, the pipeline */
     SHM_FORM_RS,
     SHM_FORM_AG,
+    SHM_FORM_AG_CMA,     /* allgather, single copy (shm_cma.c) */
     SHM_FORM_BCAST,
     SHM_FORM_BARRIER,
     SHM_FORM_RING,       /* small bcast / reduce through the ring (shm_ring.c) */
@@ -570,6 +572,7 @@ static void shm_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     case SHM_FORM_AR_LARGE: shm_body_ar_large(shm, o); break;
     case SHM_FORM_RS:       shm_body_rs(shm, o); break;
     case SHM_FORM_AG:       shm_body_ag(shm, o); break;
+    case SHM_FORM_AG_CMA:   gcoll_shm_cma_ag_body(shm, o); break;
     case SHM_FORM_BCAST:    shm_body_bcast(shm, o); break;
     case SHM_FORM_ZC:       shm_body_zc(shm, o); break;
     default:                break;
@@ -643,6 +646,9 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
     default:                break;
     }
     *done = 1;
+    if (o->failed)   /* every step taken: the peers do not wait for us */
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: a single-copy allgather could not read a "
+                           "peer's block (process_vm_readv; GCOLL_SHM_CMA=0 copies instead)");
     return GCOLL_SUCCESS;
 }
 
@@ -740,12 +746,17 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
     unsigned char *own = o->dst + gcoll_block_off(o->count, size, me) * o->dts;
     if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
+    o->bytes = o->count * o->dts;
+    if (gcoll_shm_cma_takes(shm, maxlen)) {   /* peers read own straight from dst */
+        o->form = SHM_FORM_AG_CMA;
+        o->last = gcoll_shm_cma_pieces(maxlen) + 1;
+        return GCOLL_SUCCESS;
+    }
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
     o->tiny  = maxlen <= GCOLL_SHM_INLINE;
     o->form  = SHM_FORM_AG;
     o->last  = o->n;
-    o->bytes = o->count * o->dts;
     if (maxlen >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
@@ -820,7 +831,7 @@ gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll,
     GCOLL_TRY(shm_op_start(shm, o, coll, src, dst, count, dtype, op, root));
     int large = o->form == SHM_FORM_AR_LARGE ||
                 (!o->tiny && (o->form == SHM_FORM_RS || o->form == SHM_FORM_AG ||
-                              o->form == SHM_FORM_BCAST));
+                              o->form == SHM_FORM_AG_CMA || o->form == SHM_FORM_BCAST));
     if (large && gcoll_shm_zc_start(shm, o)) {
         o->zc_form = o->form;
         o->form    = SHM_FORM_ZC;
