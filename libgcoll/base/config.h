@@ -30,6 +30,7 @@ typedef struct {
     int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
     int    shm_stream;                     /* GCOLL_SHM_STREAM: gcoll_shm_stream_t */
     int    zcopy;                          /* GCOLL_ZCOPY: 0/1 */
+    int    shm_cma;                        /* GCOLL_SHM_CMA: 0/1 */
     int    fault_rank;                     /* GCOLL_FAULT_ALLOC: world rank ... */
     long   fault_nth;                      /* ... and its allocation that fails; 0 = none */
 } gcoll_config_t;

@@ -88,6 +88,7 @@ typedef struct gcoll_shm_op {
     uint8_t        tiny;      /* payload lives in the flags' cache lines */
     uint8_t        stream;    /* large allreduce: stream the reduced slice */
     uint8_t        cls;       /* ... its size class, and when it started */
+    uint8_t        failed;    /* a single-copy read failed here (shm_cma.c) */
     double         t0;
     int            root;
     const unsigned char *src;

@@ -50,7 +50,9 @@
  * 1 MiB slices instead of 256 KiB, streaming stores into the shared slots,
  * an L1 accumulator streamed to both res and dst, CLDEMOTE of the slots
  * after writing them (2x slower), and CMA (process_vm_readv/writev) single
- * copy: its kernel copies ran at ~4 GB/s (docs/design.md).
+ * copy: its kernel copies ran at ~4 GB/s there (docs/design.md).  The
+ * allgather and the bcast take CMA now where it is fast (shm_cma.c): they
+ * copy what they read, without reducing it.
  */
 #include <string.h>
 #if defined(__x86_64__)
@@ -59,6 +61,7 @@
 #include "base/clock.h"
 #include "base/copy.h"
 #include "shm/shm_int.h"
+#include "shm/shm_cma.h"
 #include "shm/shm_zcopy.h"
 #include "algos/peers.h"
 #include "base/reduce.h"
@@ -479,7 +482,9 @@ enum {
     SHM_FORM_AR_LARGE,   /* allreduce / reduce, the pipeline */
     SHM_FORM_RS,
     SHM_FORM_AG,
+    SHM_FORM_AG_CMA,     /* allgather, single copy (shm_cma.c) */
     SHM_FORM_BCAST,
+    SHM_FORM_BCAST_CMA,  /* bcast, single copy (shm_cma.c) */
     SHM_FORM_BARRIER,
     SHM_FORM_RING,       /* small bcast / reduce through the ring (shm_ring.c) */
     SHM_FORM_ZC          /* zero-copy negotiation, then its forms (shm_zcopy.c) */
@@ -570,7 +575,9 @@ static void shm_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     case SHM_FORM_AR_LARGE: shm_body_ar_large(shm, o); break;
     case SHM_FORM_RS:       shm_body_rs(shm, o); break;
     case SHM_FORM_AG:       shm_body_ag(shm, o); break;
+    case SHM_FORM_AG_CMA:   gcoll_shm_cma_ag_body(shm, o); break;
     case SHM_FORM_BCAST:    shm_body_bcast(shm, o); break;
+    case SHM_FORM_BCAST_CMA: gcoll_shm_cma_bcast_body(shm, o); break;
     case SHM_FORM_ZC:       shm_body_zc(shm, o); break;
     default:                break;
     }
@@ -643,6 +650,9 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
     default:                break;
     }
     *done = 1;
+    if (o->failed)   /* every step taken: the peers do not wait for us */
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: a single-copy allgather could not read a "
+                           "peer's block (process_vm_readv; GCOLL_SHM_CMA=0 copies instead)");
     return GCOLL_SUCCESS;
 }
 
@@ -740,12 +750,17 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
     unsigned char *own = o->dst + gcoll_block_off(o->count, size, me) * o->dts;
     if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
+    o->bytes = o->count * o->dts;
+    if (gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, maxlen)) {   /* peers read src straight */
+        o->form = SHM_FORM_AG_CMA;
+        o->last = gcoll_shm_cma_pieces(maxlen) + 1;
+        return GCOLL_SUCCESS;
+    }
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
     o->tiny  = maxlen <= GCOLL_SHM_INLINE;
     o->form  = SHM_FORM_AG;
     o->last  = o->n;
-    o->bytes = o->count * o->dts;
     if (maxlen >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
@@ -760,6 +775,11 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     if (o->bytes <= GCOLL_SHM_RING_SLOT) {
         o->form = SHM_FORM_RING;
         gcoll_shm_ring_start(shm, o);
+        return GCOLL_SUCCESS;
+    }
+    if (gcoll_shm_cma_takes(shm, GCOLL_COLL_BCAST, o->bytes)) {   /* non-roots read the root's */
+        o->form = SHM_FORM_BCAST_CMA;
+        o->last = gcoll_shm_cma_pieces(o->bytes) + 1;
         return GCOLL_SUCCESS;
     }
     o->sub  = shm->area;
@@ -820,7 +840,8 @@ gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll,
     GCOLL_TRY(shm_op_start(shm, o, coll, src, dst, count, dtype, op, root));
     int large = o->form == SHM_FORM_AR_LARGE ||
                 (!o->tiny && (o->form == SHM_FORM_RS || o->form == SHM_FORM_AG ||
-                              o->form == SHM_FORM_BCAST));
+                              o->form == SHM_FORM_AG_CMA || o->form == SHM_FORM_BCAST ||
+                              o->form == SHM_FORM_BCAST_CMA));
     if (large && gcoll_shm_zc_start(shm, o)) {
         o->zc_form = o->form;
         o->form    = SHM_FORM_ZC;

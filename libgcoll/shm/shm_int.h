@@ -150,6 +150,7 @@ struct gcoll_shm {
     gcoll_shm_adapt_t adapt_ag[GCOLL_SHM_ADAPT_CLASSES];     /* an allgather's copy-in */
     gcoll_shm_adapt_t adapt_rs[GCOLL_SHM_ADAPT_CLASSES];     /* a reduce_scatter's copy-in */
     struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
+    struct gcoll_shm_cma *cma;     /* single-copy allgather (shm_cma.c), NULL: off */
 };
 
 /* Slow path of a wait for what the segment waits for (the peers' signal of

@@ -37,6 +37,7 @@
 #include "base/clock.h"
 #include "base/alloc.h"
 #include "shm/shm_int.h"
+#include "shm/shm_cma.h"
 #include "shm/shm_zcopy.h"
 #include "base/config.h"
 #include "base/log.h"
@@ -218,6 +219,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes", s->map_bytes, s->size,
                s->slice);
     gcoll_shm_zc_setup(shm, node_comm);
+    gcoll_shm_cma_setup(shm, node_comm);
     *out = shm;
     return GCOLL_SUCCESS;
 err:
@@ -237,6 +239,7 @@ void gcoll_shm_destroy(gcoll_shm_t *shm)
     /* No synchronisation needed: peers still reading our region keep the
      * pages alive through their own mappings. */
     gcoll_shm_zc_destroy(shm);
+    gcoll_shm_cma_destroy(shm);
     munmap(shm->base, shm->map_bytes);
     free(shm->ring_seen);
     free(shm);

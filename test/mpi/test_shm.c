@@ -19,6 +19,7 @@
 #include <mpi.h>
 #include "gcoll.h"
 #include "shm/shm_int.h"   /* the ring's depth and slot size */
+#include "shm/shm_cma.h"
 #include "algos/peers.h"
 
 /* The segments' configuration (a communicator's snapshot in the library);
@@ -660,6 +661,18 @@ static void run_write_ways(void)
     static const int ways[] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
     int saved = cfg.shm_stream;
     unsigned seed = 7000;
+    /* On a segment without the single-copy allgather (GCOLL_SHM_CMA=0),
+     * whose large allgathers copy through the segment and so choose a way. */
+    gcoll_shm_t *main_shm = shm, *copying = NULL;
+    int saved_cma = cfg.shm_cma;
+    cfg.shm_cma = 0;
+    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &copying)) {
+        FAIL("create without the single copy: %s", gcoll_last_error());
+        cfg.shm_cma = saved_cma;
+        return;
+    }
+    cfg.shm_cma = saved_cma;
+    shm = copying;
     for (size_t w = 0; w < NELEMS(ways); w++) {
         cfg.shm_stream = ways[w];
         if (size > 1) {
@@ -689,6 +702,56 @@ static void run_write_ways(void)
         test_bcast(65537, 0, seed++);
     }
     cfg.shm_stream = saved;
+    if (gcoll_shm_cma_calls(copying))
+        FAIL("a segment made with GCOLL_SHM_CMA=0 ran %llu single-copy allgathers",
+             (unsigned long long)gcoll_shm_cma_calls(copying));
+    gcoll_shm_destroy(copying);
+    shm = main_shm;
+}
+
+/* The single copy (shm_cma.c) on the main segment: every allgather whose
+ * largest block reaches GCOLL_SHM_CMA_MIN takes it, and every bcast past
+ * the ring below GCOLL_SHM_CMA_BCAST_MAX; the others copy; the results
+ * match MPI's either way.  run_shm.sh sets
+ * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
+ * (no Yama restriction), so a probe that wrongly says no fails here. */
+static void run_single_copy(void)
+{
+    int on = gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, SIZE_MAX);
+    const char *expect = getenv("GCOLL_TEST_EXPECT_CMA");
+    if (size > 1 && !on && expect && !strcmp(expect, "1"))
+        FAIL("the single-copy allgather is off, and this machine allows it (see the INFO log)");
+    if (rank == 0 && size > 1 && !on) printf("test_shm: single-copy allgather off here\n");
+    /* elements of 4 B: largest block just under the limit, at it, and
+     * over 1 MiB (two pieces at 2 ranks), not divisible by the ranks */
+    size_t under = (GCOLL_SHM_CMA_MIN / 4 - 1) * (size_t)size, at = (GCOLL_SHM_CMA_MIN / 4) * (size_t)size;
+    size_t elems[] = { under, at, at + 1, (1u << 20) + 3, (1u << 19) * (size_t)size + 7 };
+    int takes[] = { 0, 1, 1, 1, 1 };
+    unsigned seed = 9000;
+    for (size_t c = 0; c < NELEMS(elems); c++)
+        for (int ip = 0; ip < 2; ip++) {
+            uint64_t before = gcoll_shm_cma_calls(shm);
+            test_allgather(elems[c], 4, ip, seed++);
+            uint64_t want = before + (size > 1 && on && takes[c]);
+            if (gcoll_shm_cma_calls(shm) != want)
+                FAIL("allgather of %zu x 4 B%s: %llu single-copy calls, want %llu", elems[c],
+                     ip ? " in place" : "", (unsigned long long)gcoll_shm_cma_calls(shm),
+                     (unsigned long long)want);
+        }
+    /* bcasts past the ring, below GCOLL_SHM_CMA_BCAST_MAX (two pieces just
+     * under it), and at it, where the copying form takes over */
+    size_t bytes[] = { GCOLL_SHM_RING_SLOT + 1, 65537, GCOLL_SHM_CMA_BCAST_MAX - 1,
+                       GCOLL_SHM_CMA_BCAST_MAX };
+    int btakes[] = { 1, 1, 1, 0 };
+    for (size_t b = 0; b < NELEMS(bytes); b++)
+        for (int root = 0; root < size; root += size > 1 ? size - 1 : 1) {
+            uint64_t before = gcoll_shm_cma_calls(shm);
+            test_bcast(bytes[b], root, seed++);
+            uint64_t want = before + (size > 1 && on && btakes[b]);
+            if (gcoll_shm_cma_calls(shm) != want)
+                FAIL("bcast of %zu B from %d: %llu single-copy calls, want %llu", bytes[b], root,
+                     (unsigned long long)gcoll_shm_cma_calls(shm), (unsigned long long)want);
+        }
 }
 
 int main(int argc, char **argv)
@@ -712,6 +775,7 @@ int main(int argc, char **argv)
         run_args();
         run_matrix();
         run_write_ways();
+        run_single_copy();
         run_back_to_back();
         run_ring();
         test_barrier();

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Single-copy allgather and bcast through Cross Memory Attach
+ * (process_vm_readv): every rank reads its peers' blocks (the root's
+ * buffer) straight out of their buffers into its own result, one kernel
+ * copy per block, where the copying forms move each block twice (into the
+ * segment, out of it).  For any buffer, unlike the
+ * zero-copy form, which needs gcoll_mem_alloc memory and goes first where
+ * every rank has it (shm_zcopy.h). */
+#ifndef GCOLL_SHM_CMA_H
+#define GCOLL_SHM_CMA_H
+
+#include <mpi.h>
+#include "shm/shm.h"
+
+/* Allgather blocks from this size (the largest rank's, in bytes) take the
+ * single copy: below it the copying form's one step beats a system call
+ * per peer.  Bcasts past the ring (32 KiB) take it below the second size:
+ * from there the copying form, whose root copies chunk t while the readers
+ * copy chunk t - 1, is faster (docs/design.md, "Single copy by CMA"). */
+#define GCOLL_SHM_CMA_MIN       (16u << 10)
+#define GCOLL_SHM_CMA_BCAST_MAX (2u << 20)
+
+/* Collective over the node: probe whether every rank can read every peer's
+ * memory (same user, no ptrace restriction, one PID namespace) and agree;
+ * GCOLL_SHM_CMA=0 turns it off.  Never fails: without it the node copies. */
+void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm);
+void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
+
+/* Whether an allgather whose largest block is `bytes`, or a bcast of
+ * `bytes` (coll: GCOLL_COLL_ALLGATHER or _BCAST), takes it. */
+int gcoll_shm_cma_takes(const gcoll_shm_t *shm, int coll, size_t bytes);
+
+/* The phases of SHM_FORM_AG_CMA and SHM_FORM_BCAST_CMA (shm_coll.c runs
+ * them); pieces: how many work phases the largest block needs.  A read that fails marks the op
+ * failed (o->failed), after which it still takes every step. */
+size_t gcoll_shm_cma_pieces(size_t block);
+void gcoll_shm_cma_ag_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+void gcoll_shm_cma_bcast_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+
+/* Allgathers and bcasts that ran the single copy on this segment since its
+ * creation. */
+uint64_t gcoll_shm_cma_calls(const gcoll_shm_t *shm);
+
+#endif
