@@ -40,6 +40,7 @@
 _Static_assert(CMA_ADDR_AT + sizeof(uint64_t) <= GCOLL_SHM_INLINE, "address fits the line");
 
 struct gcoll_shm_cma {
+    int      bcast;   /* bcasts take it too (not oversubscribed) */
     pid_t   *pid;     /* [P] every rank's process id */
     uint64_t *addr;   /* [P] the current op's block addresses, read in phase 1 */
     uint64_t calls;
@@ -66,7 +67,7 @@ static int cma_read_word(pid_t pid, uint64_t addr, uint64_t want, char *why, siz
     return 0;
 }
 
-void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
+void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm, int oversubscribed)
 {
     int P = shm->size, ok = shm->cfg->shm_cma != 0, all_ok = 0;
     char why[256] = "GCOLL_SHM_CMA=0";
@@ -96,7 +97,9 @@ void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
     }
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm) != MPI_SUCCESS) all_ok = 0;
     if (all_ok) {
-        gcoll_info("shm: single-copy allgather on (CMA: ranks read each other's memory)");
+        c->bcast = !oversubscribed;
+        gcoll_info("shm: single-copy allgather%s on (CMA: ranks read each other's memory)",
+                   c->bcast ? " and bcast" : "");
         shm->cma = c;
         return;
     }
@@ -119,7 +122,8 @@ void gcoll_shm_cma_destroy(gcoll_shm_t *shm)
 int gcoll_shm_cma_takes(const gcoll_shm_t *shm, int coll, size_t bytes)
 {
     if (!shm->cma) return 0;
-    return coll == GCOLL_COLL_BCAST ? bytes < GCOLL_SHM_CMA_BCAST_MAX : bytes >= GCOLL_SHM_CMA_MIN;
+    if (coll == GCOLL_COLL_BCAST) return shm->cma->bcast && bytes < GCOLL_SHM_CMA_BCAST_MAX;
+    return bytes >= GCOLL_SHM_CMA_MIN;
 }
 
 size_t gcoll_shm_cma_pieces(size_t block) { return block ? (block + CMA_PIECE - 1) / CMA_PIECE : 1; }

@@ -16,14 +16,20 @@
  * single copy: below it the copying form's one step beats a system call
  * per peer.  Bcasts past the ring (32 KiB) take it below the second size:
  * from there the copying form, whose root copies chunk t while the readers
- * copy chunk t - 1, is faster (docs/design.md, "Single copy by CMA"). */
+ * copy chunk t - 1, is faster; and only where every rank has a CPU: with
+ * ranks sharing CPUs the readers' whole-buffer copies from the root's
+ * memory queue up behind each other, while the copying form's chunks stay
+ * in cache (4 ranks on 2 CPUs, 64-512 KiB: 1.4-2x slower single) (docs/design.md,
+ * "Single copy by CMA"). */
 #define GCOLL_SHM_CMA_MIN       (16u << 10)
 #define GCOLL_SHM_CMA_BCAST_MAX (2u << 20)
 
 /* Collective over the node: probe whether every rank can read every peer's
  * memory (same user, no ptrace restriction, one PID namespace) and agree;
- * GCOLL_SHM_CMA=0 turns it off.  Never fails: without it the node copies. */
-void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm);
+ * GCOLL_SHM_CMA=0 turns it off.  Never fails: without it the node copies.
+ * oversubscribed (the host's ranks outnumber its CPUs, the same on every
+ * rank): bcasts keep the copying form, see gcoll_shm_cma_takes. */
+void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm, int oversubscribed);
 void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
 
 /* Whether an allgather whose largest block is `bytes`, or a bcast of

@@ -10,7 +10,9 @@
  * Data are small integers, so every op is exact in every dtype and results
  * compare bit for bit.  Any mismatch prints a line starting "FAIL" and the
  * program exits 1. */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include <math.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -742,12 +744,19 @@ static void run_single_copy(void)
      * under it), and at it, where the copying form takes over */
     size_t bytes[] = { GCOLL_SHM_RING_SLOT + 1, 65537, GCOLL_SHM_CMA_BCAST_MAX - 1,
                        GCOLL_SHM_CMA_BCAST_MAX };
-    int btakes[] = { 1, 1, 1, 0 };
+    int btakes[] = { 1, 1, 1, 0 }, bon = gcoll_shm_cma_takes(shm, GCOLL_COLL_BCAST, 65537);
+    cpu_set_t mine, all;   /* the CPUs the ranks may run on, as the segment counts them */
+    CPU_ZERO(&mine);
+    sched_getaffinity(0, sizeof(mine), &mine);
+    MPI_Allreduce(&mine, &all, (int)sizeof(all), MPI_UNSIGNED_CHAR, MPI_BOR, MPI_COMM_WORLD);
+    if (on && bon != (size <= CPU_COUNT(&all)))
+        FAIL("single-copy bcast %s with %d ranks on %d CPUs", bon ? "on" : "off", size,
+             CPU_COUNT(&all));
     for (size_t b = 0; b < NELEMS(bytes); b++)
         for (int root = 0; root < size; root += size > 1 ? size - 1 : 1) {
             uint64_t before = gcoll_shm_cma_calls(shm);
             test_bcast(bytes[b], root, seed++);
-            uint64_t want = before + (size > 1 && on && btakes[b]);
+            uint64_t want = before + (size > 1 && bon && btakes[b]);
             if (gcoll_shm_cma_calls(shm) != want)
                 FAIL("bcast of %zu B from %d: %llu single-copy calls, want %llu", bytes[b], root,
                      (unsigned long long)gcoll_shm_cma_calls(shm), (unsigned long long)want);
