@@ -96,6 +96,8 @@ launch() {
     if [ "$variant" != default ] && grep -q "instead" "$out.err"; then touch "$dir/$variant.declines"; fi
 }
 
+# row SIZE DEFAULT (RUNS) BEST BEST-FORCED RATIO SAME PICK VERDICT: one line of the table
+row() { printf "   %-10s %12s %-14s %12s  %-14s %7s %7s %7s  %s\n" "$@"; }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
 # variant_median DIR VARIANT SIZE: the median over VARIANT's launches of its
 # time at SIZE (round 0, the default's calibrating launch, left out).
@@ -140,8 +142,7 @@ for shape in $shapes; do
         echo "   cache rows ($(basename "$entry")):"
         grep -v '^#' "$entry" | sed 's/^/     /'
     fi
-    printf "   %-10s %12s %-14s %12s  %-14s %7s %7s %7s  %s\n" size "default us" "(runs)" "best us" \
-        "best forced" ratio "same" "pick" verdict
+    row size "default us" "(runs)" "best us" "best forced" ratio "same" "pick" verdict
     for size in $checked; do
         def=$(variant_median "$dir" default "$size")
         best="" bname=""
@@ -156,8 +157,7 @@ for shape in $shapes; do
                    if (s >= lo && s <= hi) { sub(/ \(.*/, "", p[2]); n = split(p[2], w, " "); print w[n]; exit } }' \
                    "$dir/decisions")
         if [ -z "$def" ] || [ -z "$best" ]; then
-            printf "   %-10s %12s %-14s %12s  %-14s %7s %7s %7s  %s\n" "$size" "${def:-?}" "(${runs:-?})" \
-                "${best:-?}" "$bname" "-" "-" "-" "NO DATA"
+            row "$size" "${def:-?}" "(${runs:-?})" "${best:-?}" "$bname" - - - "NO DATA"
             fail=1
             continue
         fi
@@ -180,8 +180,7 @@ for shape in $shapes; do
             fail=1
             [ "$runs" = "$bname" ] && verdict="$verdict (ran the best algorithm: spread)"
         fi
-        printf "   %-10s %12s %-14s %12s  %-14s %7s %7s %7s  %s\n" "$size" "$def" "(${runs:-?})" "$best" \
-            "$bname" "$ratio" "$same" "$pick" "$verdict"
+        row "$size" "$def" "(${runs:-?})" "$best" "$bname" "$ratio" "$same" "$pick" "$verdict"
     done
     declined=$(cd "$dir" && ls ./*.declines 2>/dev/null | sed 's#^\./##; s/\.declines$//' | tr '\n' ' ')
     [ -n "$declined" ] && echo "   n/a (decline on this shape, fall back): $declined"

@@ -156,9 +156,9 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "(zero-copy off); agreed per node at gcoll_comm_create",
       parse_bool, FIELD(zcopy) },
     { "GCOLL_SHM_CMA", "1",
-      "0: a large allgather on one node copies each block through the segment (two copies) "
-      "instead of reading it from the peer's buffer by process_vm_readv (one); agreed per node "
-      "at gcoll_comm_create",
+      "0: a large allgather or bcast on one node copies each block through the segment (two "
+      "copies) instead of reading it from the peer's buffer by process_vm_readv (one); agreed "
+      "per node at gcoll_comm_create",
       parse_bool, FIELD(shm_cma) },
     { "GCOLL_FAULT_ALLOC", "",
       "testing only: RANK:N makes the N-th heap allocation of libgcoll on world rank RANK fail "

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Single-copy allgather by CMA (shm_cma.h).
+/* Single-copy allgather and bcast by CMA (shm_cma.h).
  *
- * Phases of SHM_FORM_AG_CMA (P ranks, W pieces of the largest block):
+ * Phases of SHM_FORM_CMA (P ranks, W pieces of the largest block; a bcast:
+ * the root publishes its buffer, the others read it):
  *
  *   phase 0      publish the address of my block, my source buffer, in my
  *                flag's inline line, behind the word the zero-copy
@@ -139,7 +140,7 @@ static int cma_read(const struct gcoll_shm_cma *c, int j, unsigned char *to, siz
         struct iovec l = { to + s, n }, r = { (void *)(uintptr_t)(c->addr[j] + s), n };
         ssize_t got = process_vm_readv(c->pid[j], &l, 1, &r, 1, 0);
         if (got <= 0) {
-            gcoll_info("shm: single-copy allgather: reading %zu bytes of local rank %d failed: %s",
+            gcoll_info("shm: single copy: reading %zu bytes of local rank %d failed: %s",
                        n, j, got < 0 ? strerror(errno) : "nothing read");
             return 0;
         }
@@ -162,43 +163,40 @@ static void cma_gather_addrs(gcoll_shm_t *shm)
                sizeof(uint64_t));
 }
 
-void gcoll_shm_cma_bcast_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+/* Piece i of every block this rank reads: the root's buffer (bcast), or
+ * every peer's block, from the next rank on to spread the readers over
+ * the owners (allgather). */
+static void cma_read_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
 {
-    struct gcoll_shm_cma *c = shm->cma;
-    if (o->t == 0) {
-        if (shm->rank == o->root) cma_publish(shm, o->dst);
-        return;
-    }
-    if (o->t == o->last) {
-        c->calls++;
-        return;
-    }
-    if (o->t == 1) cma_gather_addrs(shm);
-    size_t s = (o->t - 1) * (size_t)CMA_PIECE;
-    if (shm->rank != o->root && o->bytes > s &&
-        !cma_read(c, o->root, o->dst, s, min_sz(CMA_PIECE, o->bytes - s)))
-        o->failed = 1;
-}
-
-void gcoll_shm_cma_ag_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
-{
-    struct gcoll_shm_cma *c = shm->cma;
+    const struct gcoll_shm_cma *c = shm->cma;
     int me = shm->rank, P = shm->size;
-    if (o->t == 0) {
-        cma_publish(shm, o->src);   /* in place: my block in dst */
+    size_t s = i * (size_t)CMA_PIECE;
+    if (o->coll == GCOLL_COLL_BCAST) {
+        if (me != o->root && o->bytes > s &&
+            !cma_read(c, o->root, o->dst, s, min_sz(CMA_PIECE, o->bytes - s)))
+            o->failed = 1;
         return;
     }
-    if (o->t == o->last) {
-        c->calls++;
-        return;
-    }
-    if (o->t == 1) cma_gather_addrs(shm);
-    size_t s = (o->t - 1) * (size_t)CMA_PIECE;
-    for (int k = 1; k < P && !o->failed; k++) {   /* from the next rank on: spread the readers */
+    for (int k = 1; k < P && !o->failed; k++) {
         int j = (me + k) % P;
         size_t bytes = gcoll_block_len(o->count, P, j) * o->dts;
         if (bytes > s && !cma_read(c, j, o->dst + gcoll_block_off(o->count, P, j) * o->dts, s,
                                    min_sz(CMA_PIECE, bytes - s)))
             o->failed = 1;
     }
+}
+
+void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    if (o->t == 0) {   /* the root's buffer, or my source (in place: my block in dst) */
+        if (o->coll != GCOLL_COLL_BCAST) cma_publish(shm, o->src);
+        else if (shm->rank == o->root) cma_publish(shm, o->dst);
+        return;
+    }
+    if (o->t == o->last) {
+        shm->cma->calls++;
+        return;
+    }
+    if (o->t == 1) cma_gather_addrs(shm);
+    cma_read_piece(shm, o, o->t - 1);
 }

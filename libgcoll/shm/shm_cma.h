@@ -36,12 +36,11 @@ void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
  * `bytes` (coll: GCOLL_COLL_ALLGATHER or _BCAST), takes it. */
 int gcoll_shm_cma_takes(const gcoll_shm_t *shm, int coll, size_t bytes);
 
-/* The phases of SHM_FORM_AG_CMA and SHM_FORM_BCAST_CMA (shm_coll.c runs
+/* The phases of SHM_FORM_CMA, an allgather's or a bcast's (shm_coll.c runs
  * them); pieces: how many work phases the largest block needs.  A read that fails marks the op
  * failed (o->failed), after which it still takes every step. */
 size_t gcoll_shm_cma_pieces(size_t block);
-void gcoll_shm_cma_ag_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
-void gcoll_shm_cma_bcast_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
 
 /* Allgathers and bcasts that ran the single copy on this segment since its
  * creation. */

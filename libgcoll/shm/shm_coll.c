@@ -482,9 +482,8 @@ enum {
     SHM_FORM_AR_LARGE,   /* allreduce / reduce, the pipeline */
     SHM_FORM_RS,
     SHM_FORM_AG,
-    SHM_FORM_AG_CMA,     /* allgather, single copy (shm_cma.c) */
     SHM_FORM_BCAST,
-    SHM_FORM_BCAST_CMA,  /* bcast, single copy (shm_cma.c) */
+    SHM_FORM_CMA,        /* allgather / bcast, single copy (shm_cma.c) */
     SHM_FORM_BARRIER,
     SHM_FORM_RING,       /* small bcast / reduce through the ring (shm_ring.c) */
     SHM_FORM_ZC          /* zero-copy negotiation, then its forms (shm_zcopy.c) */
@@ -575,9 +574,8 @@ static void shm_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     case SHM_FORM_AR_LARGE: shm_body_ar_large(shm, o); break;
     case SHM_FORM_RS:       shm_body_rs(shm, o); break;
     case SHM_FORM_AG:       shm_body_ag(shm, o); break;
-    case SHM_FORM_AG_CMA:   gcoll_shm_cma_ag_body(shm, o); break;
     case SHM_FORM_BCAST:    shm_body_bcast(shm, o); break;
-    case SHM_FORM_BCAST_CMA: gcoll_shm_cma_bcast_body(shm, o); break;
+    case SHM_FORM_CMA:      gcoll_shm_cma_body(shm, o); break;
     case SHM_FORM_ZC:       shm_body_zc(shm, o); break;
     default:                break;
     }
@@ -752,7 +750,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
     o->bytes = o->count * o->dts;
     if (gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, maxlen)) {   /* peers read src straight */
-        o->form = SHM_FORM_AG_CMA;
+        o->form = SHM_FORM_CMA;
         o->last = gcoll_shm_cma_pieces(maxlen) + 1;
         return GCOLL_SUCCESS;
     }
@@ -778,7 +776,7 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         return GCOLL_SUCCESS;
     }
     if (gcoll_shm_cma_takes(shm, GCOLL_COLL_BCAST, o->bytes)) {   /* non-roots read the root's */
-        o->form = SHM_FORM_BCAST_CMA;
+        o->form = SHM_FORM_CMA;
         o->last = gcoll_shm_cma_pieces(o->bytes) + 1;
         return GCOLL_SUCCESS;
     }
@@ -840,8 +838,7 @@ gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll,
     GCOLL_TRY(shm_op_start(shm, o, coll, src, dst, count, dtype, op, root));
     int large = o->form == SHM_FORM_AR_LARGE ||
                 (!o->tiny && (o->form == SHM_FORM_RS || o->form == SHM_FORM_AG ||
-                              o->form == SHM_FORM_AG_CMA || o->form == SHM_FORM_BCAST ||
-                              o->form == SHM_FORM_BCAST_CMA));
+                              o->form == SHM_FORM_BCAST || o->form == SHM_FORM_CMA));
     if (large && gcoll_shm_zc_start(shm, o)) {
         o->zc_form = o->form;
         o->form    = SHM_FORM_ZC;
