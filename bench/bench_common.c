@@ -10,7 +10,11 @@
  * affects both sides alike.  Latency per rank is then reduced to Avg/Min/Max
  * over ranks on rank 0, which prints the row at once.  The overlap programs
  * (descriptors with the nonblocking posts) share all of this but the timing
- * and statistics, which are bench_overlap.c's. */
+ * and statistics, which are bench_overlap.c's.  --algos: one libgcoll
+ * communicator per variant (the default selection, or an algorithm forced
+ * on it), their blocks alternating as gcoll's and MPI's do: this machine's
+ * launches fall into bands of speed that move every variant alike, so
+ * variants are compared within one launch, never across launches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,7 @@ typedef struct {
     size_t                    send_bytes, recv_bytes;   /* allocated */
     int                       inject;                   /* GCOLL_BENCH_INJECT_ERROR */
     long                      nb_loops;   /* overlap: compute between post and wait */
+    gcoll_comm_t              var[GCOLL_BENCH_MAXVAR];  /* --algos: one per variant */
 } bench_t;
 
 const char *gcoll_bench_impl_name(int impl)
@@ -109,13 +114,16 @@ static size_t check(bench_t *b, int impl, unsigned salt)
 static long long validate(bench_t *b, unsigned *salt)
 {
     long long bad = 0, all = 0;
-    for (int impl = 0; impl < GCOLL_BENCH_NIMPL; impl++)
-        for (int k = 0; b->o.use[impl] && k < 2; k++) {
-            ++*salt;
-            fill(b, *salt);
-            run_one(b, impl);
-            bad += (long long)check(b, impl, *salt);
-        }
+    for (int v = 0; v < (b->o.nalgos ? b->o.nalgos : 1); v++) {
+        if (b->o.nalgos) b->a.gcomm = b->var[v];
+        for (int impl = 0; impl < GCOLL_BENCH_NIMPL; impl++)
+            for (int k = 0; b->o.use[impl] && k < 2; k++) {
+                ++*salt;
+                fill(b, *salt);
+                run_one(b, impl);
+                bad += (long long)check(b, impl, *salt);
+            }
+    }
     MPI_Allreduce(&bad, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     return all;
 }
@@ -153,6 +161,25 @@ static long measure(const bench_t *b, long iters, double lat[GCOLL_BENCH_NIMPL])
         lat[impl] = b->o.use[impl] ? gcoll_bench_median(t + impl * nb, nb) : 0.0;
     free(t);
     return block * nb;
+}
+
+/* --algos: every variant's blocks in turn, the first variant of a round
+ * rotating; us[v] is the median of variant v's blocks, averaged over ranks
+ * (on rank 0). */
+static void measure_variants(bench_t *b, long iters, double us[GCOLL_BENCH_MAXVAR])
+{
+    int nv = b->o.nalgos, nb = b->o.blocks < 64 ? b->o.blocks : 64;
+    long block = iters / nb > 0 ? iters / nb : 1;
+    double t[GCOLL_BENCH_MAXVAR * 64], lat[GCOLL_BENCH_MAXVAR] = { 0 };
+    for (int k = 0; k < nb; k++)
+        for (int j = 0; j < nv; j++) {
+            int v = (j + k) % nv;
+            b->a.gcomm = b->var[v];
+            t[v * nb + k] = time_block(b, GCOLL_BENCH_GCOLL, block);
+        }
+    for (int v = 0; v < nv; v++) lat[v] = gcoll_bench_median(t + v * nb, nb);
+    MPI_Reduce(lat, us, nv, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    for (int v = 0; v < nv; v++) us[v] /= b->a.size;
 }
 
 static void stats(const bench_t *b, const double lat[GCOLL_BENCH_NIMPL], gcoll_bench_row_t *row)
@@ -220,17 +247,45 @@ static int check_setup(bench_t *b)
     return worst;
 }
 
+/* The library reads GCOLL_ALGO when a communicator is created: --algos
+ * creates each variant's under its own setting. */
+static gcoll_status_t variants_create(bench_t *b)
+{
+    const char *key = b->coll->algo_key ? b->coll->algo_key : b->coll->name;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    for (int v = 0; v < b->o.nalgos && st == GCOLL_SUCCESS; v++) {
+        char env[512];
+        snprintf(env, sizeof env, "%s=%s", key, b->o.algos[v]);
+        if (strcmp(b->o.algos[v], "auto") != 0) setenv("GCOLL_ALGO", env, 1);
+        else unsetenv("GCOLL_ALGO");
+        st = gcoll_comm_create(MPI_COMM_WORLD, &b->var[v]);
+    }
+    unsetenv("GCOLL_ALGO");
+    b->a.gcomm = b->var[0];
+    return st;
+}
+
+static void comms_destroy(bench_t *b)
+{
+    for (int v = 0; v < b->o.nalgos; v++) gcoll_comm_destroy(b->var[v]);
+    if (!b->o.nalgos) gcoll_comm_destroy(b->a.gcomm);
+}
+
 static int comm_setup(bench_t *b)
 {
     gcoll_status_t st;
-    if (b->o.algo) {
-        /* The library reads GCOLL_ALGO when the communicator is created. */
-        char env[512];
-        snprintf(env, sizeof env, "%s=%s", b->coll->algo_key ? b->coll->algo_key : b->coll->name,
-                 b->o.algo);
-        setenv("GCOLL_ALGO", env, 1);
+    if (b->o.nalgos) {
+        st = variants_create(b);
+    } else {
+        if (b->o.algo) {
+            /* The library reads GCOLL_ALGO when the communicator is created. */
+            char env[512];
+            snprintf(env, sizeof env, "%s=%s",
+                     b->coll->algo_key ? b->coll->algo_key : b->coll->name, b->o.algo);
+            setenv("GCOLL_ALGO", env, 1);
+        }
+        st = gcoll_comm_create(MPI_COMM_WORLD, &b->a.gcomm);
     }
-    st = gcoll_comm_create(MPI_COMM_WORLD, &b->a.gcomm);
     if (st != GCOLL_SUCCESS) {
         if (b->a.rank == 0)
             fprintf(stderr, "%s: gcoll_comm_create failed: %s: %s\n", b->coll->name,
@@ -290,8 +345,18 @@ static int one_size(bench_t *b, gcoll_bench_out_t *out, size_t size, unsigned *s
         return GCOLL_BENCH_EXIT_FAIL;
     }
     fill(b, 0);
-    for (int impl = 0; impl < GCOLL_BENCH_NIMPL; impl++)
+    for (int v = 0; v < b->o.nalgos; v++) {
+        b->a.gcomm = b->var[v];
+        for (long i = 0; i < warmup; i++) run_one(b, GCOLL_BENCH_GCOLL);
+    }
+    for (int impl = 0; !b->o.nalgos && impl < GCOLL_BENCH_NIMPL; impl++)
         for (long i = 0; b->o.use[impl] && i < warmup; i++) run_one(b, impl);
+    if (b->o.nalgos) {
+        double us[GCOLL_BENCH_MAXVAR];
+        measure_variants(b, iters, us);
+        if (b->a.rank == 0) gcoll_bench_out_variants_row(size, us, b->o.nalgos);
+        return 0;
+    }
     if (GCOLL_BENCH_OVERLAP(b->coll)) {
         row.iters = gcoll_bench_overlap_measure(b->coll, &b->o, &b->a, iters, &row);
     } else {
@@ -358,7 +423,7 @@ static int bench_run(bench_t *b)
     }
     free_buffers(b);
     MPI_Comm_free(&b->a.mcomm);
-    gcoll_comm_destroy(b->a.gcomm);
+    comms_destroy(b);
     return rc;
 }
 

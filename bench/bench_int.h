@@ -10,6 +10,9 @@
 
 enum { GCOLL_BENCH_GCOLL = 0, GCOLL_BENCH_MPI = 1, GCOLL_BENCH_NIMPL = 2 };
 
+/* --algos: at most this many variants in one launch */
+#define GCOLL_BENCH_MAXVAR 16
+
 /* Exit codes: usage errors and impossible combinations are 2; a device
  * placement this machine cannot serve is 77, which automake reads as SKIP. */
 #define GCOLL_BENCH_EXIT_FAIL  1
@@ -27,6 +30,9 @@ typedef struct {
     int           use[GCOLL_BENCH_NIMPL]; /* --impl */
     int           blocks;              /* --blocks: interleaved blocks with --impl both */
     const char   *algo;                /* --algo, or NULL */
+    int           nalgos;              /* --algos: variants compared in one launch, or 0 */
+    char         *algos[GCOLL_BENCH_MAXVAR];   /* "auto" (the default selection) or a name */
+    char          algos_buf[512];
     const char   *csv, *json;          /* --csv, --json, or NULL */
 } gcoll_bench_opts_t;
 
@@ -72,6 +78,8 @@ int  gcoll_bench_out_open(gcoll_bench_out_t *out, const gcoll_bench_coll_t *coll
                           const gcoll_bench_opts_t *o, int nranks);
 void gcoll_bench_out_header(gcoll_bench_out_t *out);
 void gcoll_bench_out_row(gcoll_bench_out_t *out, const gcoll_bench_row_t *row);
+/* --algos: one row of microseconds per call, one column per variant. */
+void gcoll_bench_out_variants_row(size_t size, const double *us, int n);
 /* Final lines and the JSON file; returns 0, or 1 if a file could not be written. */
 int  gcoll_bench_out_close(gcoll_bench_out_t *out);
 

@@ -53,6 +53,11 @@ static void usage(const char *prog, const gcoll_bench_coll_t *coll)
            ovl ? "" : " and MPI/gcoll ratios",
            coll->algo_key ? coll->algo_key : coll->name);
     if (!ovl)
+        printf("      --algos A,B,...    compare libgcoll variants in one launch: one\n"
+               "                         communicator per name (auto: the default selection,\n"
+               "                         else forced as --algo), their blocks alternating\n"
+               "                         (--blocks per variant); one column per variant\n");
+    if (!ovl)
         printf("      --csv FILE         also write one CSV record per size\n"
                "      --json FILE        also write the results as JSON\n");
     printf("  -h, --help             this text\n\n");
@@ -153,7 +158,7 @@ void gcoll_bench_default_iters(size_t bytes, long *iters, long *warmup)
     else *iters = 50, *warmup = 5;
 }
 
-enum { OPT_IMPL = 256, OPT_ALGO, OPT_CSV, OPT_JSON, OPT_BLOCKS };
+enum { OPT_IMPL = 256, OPT_ALGO, OPT_ALGOS, OPT_CSV, OPT_JSON, OPT_BLOCKS };
 
 static const struct option long_opts[] = {
     { "message-size", required_argument, NULL, 'm' },
@@ -167,11 +172,26 @@ static const struct option long_opts[] = {
     { "help",         no_argument,       NULL, 'h' },
     { "impl",         required_argument, NULL, OPT_IMPL },
     { "algo",         required_argument, NULL, OPT_ALGO },
+    { "algos",        required_argument, NULL, OPT_ALGOS },
     { "csv",          required_argument, NULL, OPT_CSV },
     { "json",         required_argument, NULL, OPT_JSON },
     { "blocks",       required_argument, NULL, OPT_BLOCKS },
     { NULL, 0, NULL, 0 }
 };
+
+/* --algos: names split at commas into o->algos (no empty names). */
+static int parse_algos(const char *arg, gcoll_bench_opts_t *o)
+{
+    char *save = NULL;
+    if (strlen(arg) >= sizeof o->algos_buf) return -1;
+    strcpy(o->algos_buf, arg);
+    o->nalgos = 0;
+    for (char *t = strtok_r(o->algos_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->nalgos == GCOLL_BENCH_MAXVAR) return -1;
+        o->algos[o->nalgos++] = t;
+    }
+    return o->nalgos ? 0 : -1;
+}
 
 /* One option; 0, or -1 with *what naming the bad one. */
 static int parse_one(int c, const char *arg, gcoll_bench_opts_t *o, const char **what)
@@ -197,6 +217,7 @@ static int parse_one(int c, const char *arg, gcoll_bench_opts_t *o, const char *
         return o->root = (int)v, 0;
     case OPT_IMPL: *what = "--impl gcoll|mpi|both"; return parse_impl(arg, o);
     case OPT_ALGO: o->algo = arg; return 0;
+    case OPT_ALGOS: *what = "--algos A,B,... (at most 16 names)"; return parse_algos(arg, o);
     case OPT_CSV: o->csv = arg; return 0;
     case OPT_JSON: o->json = arg; return 0;
     case OPT_BLOCKS:
@@ -231,6 +252,13 @@ int gcoll_bench_parse(int argc, char **argv, const gcoll_bench_coll_t *coll, int
     if (optind < argc) {
         if (rank == 0) fprintf(stderr, "%s: unexpected argument '%s' (-h for help)\n",
                                argv[0], argv[optind]);
+        return GCOLL_BENCH_EXIT_USAGE;
+    }
+    if (o->nalgos && (GCOLL_BENCH_OVERLAP(coll) || o->algo || o->csv || o->json ||
+                      o->use[GCOLL_BENCH_MPI])) {
+        if (rank == 0) fprintf(stderr, "%s: --algos times libgcoll alone, blocking calls, on "
+                               "stdout: not with --algo, --impl mpi|both, --csv, --json or an "
+                               "overlap benchmark (-h for help)\n", argv[0]);
         return GCOLL_BENCH_EXIT_USAGE;
     }
     if (GCOLL_BENCH_OVERLAP(coll) && (o->csv || o->json)) {

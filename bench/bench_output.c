@@ -142,9 +142,30 @@ static void ovl_header(const gcoll_bench_out_t *out)
     ovl_header_columns(out);
 }
 
+/* --algos: the variants' names over their columns. */
+static void variants_columns(const gcoll_bench_opts_t *o)
+{
+    printf("# the variants alternate in %d blocks per size; us per call: median of the "
+           "blocks, averaged over ranks\n# %-10s", o->blocks, "Size");
+    for (int v = 0; v < o->nalgos; v++) printf(" %14s", o->algos[v]);
+    printf("\n");
+}
+
+void gcoll_bench_out_variants_row(size_t size, const double *us, int n)
+{
+    printf("%-12zu", size);
+    for (int v = 0; v < n; v++) printf(" %14.2f", us[v]);
+    printf("\n");
+    fflush(stdout);
+}
+
 static void header_columns(const gcoll_bench_out_t *out)
 {
     int f = out->o->full;
+    if (out->o->nalgos) {
+        variants_columns(out->o);
+        return;
+    }
     if (!both(out)) {
         printf("# %-10s %16s", "Size", "Avg Latency(us)");
         if (f) printf(" %16s %16s %12s", "Min Latency(us)", "Max Latency(us)", "Iterations");
@@ -171,8 +192,11 @@ void gcoll_bench_out_header(gcoll_bench_out_t *out)
     if (out->coll->has_size)
         printf(", dtype %s%s", gcoll_dtype_name(o->dtype), out->coll->reduces ? ", op sum" : "");
     if (out->coll->has_root) printf(", root %d", o->root);
-    printf(", %s buffers, impl %s, algo %s\n", gcoll_bench_mem_name(o->mem),
-           both(out) ? "both" : gcoll_bench_impl_name(primary(out)), o->algo ? o->algo : "auto");
+    printf(", %s buffers, impl %s, algo", gcoll_bench_mem_name(o->mem),
+           both(out) ? "both" : gcoll_bench_impl_name(primary(out)));
+    if (!o->nalgos) printf(" %s", o->algo ? o->algo : "auto");
+    for (int v = 0; v < o->nalgos; v++) printf("%s%s", v ? "," : "s ", o->algos[v]);
+    printf("\n");
     if (GCOLL_BENCH_OVERLAP(out->coll)) {
         printf("# Size: bytes per rank as OSU counts them\n");
         ovl_header(out);
@@ -309,7 +333,7 @@ static int write_json(const gcoll_bench_out_t *out)
 int gcoll_bench_out_close(gcoll_bench_out_t *out)
 {
     int rc = 0;
-    if (out->coll->has_size && !out->failed && !GCOLL_BENCH_OVERLAP(out->coll)) {
+    if (out->coll->has_size && !out->failed && !GCOLL_BENCH_OVERLAP(out->coll) && !out->o->nalgos) {
         printf("# Avg bus bandwidth : %.4f GB/s\n", avg_busbw(out, primary(out)));
         if (both(out))
             printf("# Avg bus bandwidth (mpi) : %.4f GB/s\n", avg_busbw(out, GCOLL_BENCH_MPI));

@@ -8,25 +8,29 @@
 #   scripts/check_selection.sh [-b BUILD] [-r ROUNDS] [-s "2 4:2"] [-l 1.10] [-k]
 #
 #   -b BUILD   build directory holding bench/gcoll_bench_allreduce (default ./build)
-#   -r ROUNDS  launches per (variant, size group), default 5; the median counts
+#   -r ROUNDS  launches per size group, default 5; the median counts
 #   -s SHAPES  "NP" or "NP:NODE_SIZE" (GCOLL_NODE_SIZE), default "2 4:2"
 #   -l LIMIT   default/best ratio allowed, default 1.10
 #   -k         keep the temporary directory (cache entries, raw outputs)
 #
-# How: per shape, a fresh cache directory (GCOLL_TUNE_CACHE); the first
+# How: per shape, a fresh cache directory (GCOLL_TUNE_CACHE); a first
 # default launch calibrates (its stderr line gives the time) and writes the
-# entry, later default launches read it.  Variants: the default and every
-# allreduce algorithm forced with --algo (one that declines on the shape is
-# reported n/a).  Each launch runs one size group (8 B-4 KiB, 64 KiB, 1 MiB,
-# 16 MiB) with enough iterations to last a fraction of a second; within a
-# round the variants alternate, the order rotating per round, because this
-# kind of machine drifts 2-3x in speed between minutes: compare medians of
-# interleaved launches, never two sweeps taken minutes apart.  Column
-# "same": the default over the algorithm it ran, forced: one algorithm both
-# times, so it shows how far apart this machine's launches fall (the
-# ratio's resolution here; the verdict is the ratio's alone).  Column
-# "pick": that algorithm forced over the best forced, the choice alone; a
-# miss where the default ran the best algorithm itself says so.
+# entry.  Then ROUNDS launches per size group (8 B-4 KiB, 64 KiB, 1 MiB,
+# 16 MiB), each timing the default (`auto`) and every allreduce algorithm
+# forced, side by side in one launch (the benchmark's --algos: one
+# communicator per variant, their blocks alternating).  One launch, not one
+# per variant: this kind of machine runs whole launches in bands of speed
+# 1.3-1.5x apart that move every variant alike (issue 12's notes), so
+# variants timed in separate launches differ by which band each launch
+# fell in.  "Best forced": the forced algorithm with the lowest median over
+# the launches; "ratio": the median over launches of the default over that
+# algorithm in the same launch.  An algorithm that declines on the shape
+# (a short probe launch says "instead") is left out, reported n/a.
+# Column "same": the default over the algorithm it ran, forced (both run
+# one algorithm: the resolution of the ratio here; the verdict is the
+# ratio's alone).  Column "pick": that algorithm forced over the best
+# forced, the choice alone; a miss where the default ran the best
+# algorithm itself says so.
 #
 # Environment: MPIRUN (default mpirun), MPIRUN_FLAGS (replace the default
 # flags: none at 2 ranks, "--oversubscribe --bind-to none" above; e.g.
@@ -66,7 +70,7 @@ if [ "$keep" = 1 ]; then echo "check_selection: keeping $tmp"; else trap 'rm -rf
 
 algos=$("$info" -a | sed -n 's/^allreduce: //p')
 # size groups: -m range, iterations, warm-up; the sizes taken from each
-groups=("8:4K 1000 100" "64K:64K 300 30" "1M:1M 40 5" "16M:16M 6 2")
+groups=("8:4K 1000 100" "64K:64K 500 50" "1M:1M 100 10" "16M:16M 30 3")
 checked="8 4096 65536 1048576 16777216"
 
 flags_for() {   # flags_for NP: more ranks than cores need these with Open MPI
@@ -77,35 +81,42 @@ flags_for() {   # flags_for NP: more ranks than cores need these with Open MPI
     fi
 }
 
-# launch SHAPE_DIR NP NODE_SIZE VARIANT GROUP ROUND
+# launch SHAPE_DIR NP NODE_SIZE OUT ARGS...: one benchmark launch
 launch() {
-    local dir=$1 np=$2 ns=$3 variant=$4 g=$5 round=$6
-    local range iters warm algo_flag=() envs=("GCOLL_TUNE_CACHE=$dir/cache")
-    read -r range iters warm <<<"${groups[$g]}"
-    [ "$variant" != default ] && algo_flag=(--algo "$variant")
+    local dir=$1 np=$2 ns=$3 out=$4 envs=("GCOLL_TUNE_CACHE=$1/cache")
+    shift 4
     [ "$ns" != 0 ] && envs+=("GCOLL_NODE_SIZE=$ns")
-    local out=$dir/$variant.$g.$round
     # shellcheck disable=SC2046,SC2086  # flags and NICE are words on purpose
     env "${envs[@]}" timeout -k 10 600 $NICE "$MPIRUN" $(flags_for "$np") -np "$np" "$bench" \
-        --impl gcoll -m "$range" -i "$iters" -x "$warm" "${algo_flag[@]}" >"$out" 2>"$out.err"
+        --impl gcoll "$@" >"$out" 2>"$out.err"
     local rc=$?
-    [ $rc = 0 ] || echo "  launch failed (rc $rc): $variant -m $range, see $out.err" >&2
+    [ $rc = 0 ] || echo "  launch failed (rc $rc): $*, see $out.err" >&2
     if grep -q "cached in" "$out.err"; then
         sed -n 's/.*\(gcoll: calibrating.*\)/\1/p' "$out.err" | head -n 1 >"$dir/calibration"
     fi
-    if [ "$variant" != default ] && grep -q "instead" "$out.err"; then touch "$dir/$variant.declines"; fi
 }
 
 # row SIZE DEFAULT (RUNS) BEST BEST-FORCED RATIO SAME PICK VERDICT: one line of the table
 row() { printf "   %-10s %12s %-14s %12s  %-14s %7s %7s %7s  %s\n" "$@"; }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
-# variant_median DIR VARIANT SIZE: the median over VARIANT's launches of its
-# time at SIZE (round 0, the default's calibrating launch, left out).
+# value FILE VARIANT SIZE: VARIANT's column at SIZE in one --algos table
+value() {
+    awk -v v="$2" -v s="$3" '/^# Size/ {for (i = 3; i <= NF; i++) if ($i == v) c = i - 1}
+                             c && $1 == s {print $c}' "$1"
+}
+# launches DIR: the --algos tables of the rounds (round 0 calibrates)
+launches() { ls "$1"/algos.*.* 2>/dev/null | grep -v '\.err$'; }
+# variant_median DIR VARIANT SIZE: VARIANT's median over the launches
 variant_median() {
     local f
-    for f in "$1/$2".*.[1-9]*; do
-        case $f in *.err) continue ;; esac
-        [ -e "$f" ] && awk -v s="$3" '$1 == s {print $2}' "$f"
+    for f in $(launches "$1"); do value "$f" "$2" "$3"; done | median
+}
+# paired_median DIR A B SIZE: the median over launches of A / B in the same launch
+paired_median() {
+    local f a b
+    for f in $(launches "$1"); do
+        a=$(value "$f" "$2" "$4") b=$(value "$f" "$3" "$4")
+        [ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN {if (b > 0) print a / b}'
     done | median
 }
 
@@ -116,19 +127,23 @@ for shape in $shapes; do
     [ "$shape" != "$np" ] && ns=${shape#*:}
     dir=$tmp/shape-$np-$ns
     mkdir -p "$dir/cache"
-    variants=(default $algos)
-    nv=${#variants[@]}
+    nv=$(echo $algos | wc -w)
     label="$np ranks"
     [ "$ns" != 0 ] && label="$label, GCOLL_NODE_SIZE=$ns"
-    echo "== $label: $rounds rounds x ${#variants[@]} variants x ${#groups[@]} size groups, interleaved"
+    echo "== $label: $rounds rounds x ${#groups[@]} size groups, $((nv + 1)) variants side by side"
     start=$SECONDS
     # the calibrating launch first, on a clean cache
-    launch "$dir" "$np" "$ns" default 0 0
+    launch "$dir" "$np" "$ns" "$dir/calibrating" -m 8:8 -i 1 -x 0
+    # which algorithms decline on this shape (they would time their fallback)
+    use=auto
+    for v in $algos; do
+        launch "$dir" "$np" "$ns" "$dir/probe.$v" --algo "$v" -m 8:16M -i 1 -x 0
+        if grep -q "instead" "$dir/probe.$v.err"; then touch "$dir/$v.declines"; else use="$use,$v"; fi
+    done
     for ((r = 1; r <= rounds; r++)); do
         for ((g = 0; g < ${#groups[@]}; g++)); do
-            for ((j = 0; j < nv; j++)); do
-                launch "$dir" "$np" "$ns" "${variants[$(((j + r + g) % nv))]}" "$g" "$r"
-            done
+            read -r range iters warm <<<"${groups[$g]}"
+            launch "$dir" "$np" "$ns" "$dir/algos.$g.$r" --algos "$use" -m "$range" -i "$iters" -x "$warm"
         done
     done
     echo "   $((SECONDS - start)) s of launches; $(cat "$dir/calibration" 2>/dev/null || echo 'no calibration line seen')"
@@ -144,7 +159,7 @@ for shape in $shapes; do
     fi
     row size "default us" "(runs)" "best us" "best forced" ratio "same" "pick" verdict
     for size in $checked; do
-        def=$(variant_median "$dir" default "$size")
+        def=$(variant_median "$dir" auto "$size")
         best="" bname=""
         for v in $algos; do
             [ -e "$dir/$v.declines" ] && continue
@@ -161,18 +176,17 @@ for shape in $shapes; do
             fail=1
             continue
         fi
-        ratio=$(awk -v a="$def" -v b="$best" 'BEGIN {printf "%.2f", a / b}')
-        # "same": the default over the algorithm it ran, forced.  Both run one
-        # algorithm, so this is the launches' own spread: the resolution of
-        # the ratio on this machine (the verdict does not use it).
-        # "pick": that algorithm forced over the best forced: the choice
-        # alone, both sides timed the same way (the verdict does not use it
-        # either; it names a miss that is launch spread, not selection).
+        ratio=$(paired_median "$dir" auto "$bname" "$size" | awk '{printf "%.2f", $1}')
+        # "same": the default over the algorithm it ran, forced, in the same
+        # launch.  Both run one algorithm, so this is the resolution of the
+        # ratio on this machine (the verdict does not use it).
+        # "pick": that algorithm forced over the best forced, in the same
+        # launch: the choice alone (the verdict does not use it either; it
+        # names a miss that is spread, not selection).
         same=- pick=-
-        if [ -n "$runs" ]; then
-            m=$(variant_median "$dir" "$runs" "$size")
-            [ -n "$m" ] && same=$(awk -v a="$def" -v b="$m" 'BEGIN {printf "%.2f", a / b}') &&
-                pick=$(awk -v a="$m" -v b="$best" 'BEGIN {printf "%.2f", a / b}')
+        if [ -n "$runs" ] && [ ! -e "$dir/$runs.declines" ]; then
+            same=$(paired_median "$dir" auto "$runs" "$size" | awk '{printf "%.2f", $1}')
+            pick=$(paired_median "$dir" "$runs" "$bname" "$size" | awk '{printf "%.2f", $1}')
         fi
         verdict=ok
         if awk -v r="$ratio" -v l="$limit" 'BEGIN {exit !(r > l)}'; then
@@ -185,7 +199,7 @@ for shape in $shapes; do
     declined=$(cd "$dir" && ls ./*.declines 2>/dev/null | sed 's#^\./##; s/\.declines$//' | tr '\n' ' ')
     [ -n "$declined" ] && echo "   n/a (decline on this shape, fall back): $declined"
     echo "   per-algorithm medians (us) at the checked sizes:"
-    for v in default $algos; do
+    for v in auto $algos; do
         [ -e "$dir/$v.declines" ] && continue
         line=$(printf "     %-13s" "$v")
         for size in $checked; do

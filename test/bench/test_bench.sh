@@ -369,6 +369,21 @@ elif [ "$rc" -eq 77 ] && grep -q -- '-d cuda' "$TMP/cuda.err"; then
     pass "-d cuda without a usable device: clear message, exit 77"
 else fail "-d cuda: exit $rc"; show cuda; fi
 
+# --algos: the default and forced algorithms side by side in one launch,
+# each on its own communicator; -c validates every variant, and the trace
+# shows each forced one running (a silent fallback would not say its name)
+GCOLL_DEBUG=TRACE run algos gcoll_bench_allreduce --algos auto,ring,rdouble -m 8:64K -i 5 -x 1 -c
+if [ "$rc" -eq 0 ] && grep -Eq '^# Size +auto +ring +rdouble$' "$TMP/algos.out" &&
+   check_rows algos 4 "8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536" &&
+   grep -q 'gcoll_allreduce count=.*: ring, ' "$TMP/algos.err" &&
+   grep -q 'gcoll_allreduce count=.*: rdouble, ' "$TMP/algos.err"; then
+    pass "--algos times each variant in one launch, one column each, each forced one running"
+else fail "--algos: exit $rc"; show algos; fi
+run algosboth gcoll_bench_allreduce --algos auto,ring --impl both -m 8:64
+if [ "$rc" -eq 2 ] && grep -q -- '--algos times libgcoll alone' "$TMP/algosboth.err"; then
+    pass "--algos with --impl both is refused with a message"
+else fail "--algos --impl both: exit $rc"; show algosboth; fi
+
 # -d gcoll: gcoll_mem_alloc buffers, the node level zero-copy (-c checks every output)
 run gmem gcoll_bench_allreduce -d gcoll --algo shm -m 64K:1M -i 5 -x 1 -c
 if [ "$rc" -eq 0 ] && grep -q 'gcoll buffers' "$TMP/gmem.out"; then
