@@ -107,6 +107,14 @@ void gcoll_calib_add_mpi(gcoll_calib_sweep_t *w)
         w->algos[w->nalgos++] = &gcoll_tune_mpi;
 }
 
+void gcoll_calib_drop(gcoll_calib_sweep_t *w, const char *name)
+{
+    int n = 0;
+    for (int a = 0; a < w->nalgos; a++)
+        if (strcmp(w->algos[a]->name, name) != 0) w->algos[n++] = w->algos[a];
+    w->nalgos = n;
+}
+
 static int is_mpi(const gcoll_calib_sweep_t *w, int a)
 {
     return w->algos[a] == &gcoll_tune_mpi;

@@ -110,6 +110,8 @@ void gcoll_calib_plan_sizes(gcoll_calib_sweep_t *w, gcoll_coll_t coll, const siz
 /* The application's MPI collective as one more candidate (allreduce only:
  * the one collective calibrated; a no-op for the others). */
 void gcoll_calib_add_mpi(gcoll_calib_sweep_t *w);
+/* Take the algorithm called name out of the plan (a no-op if absent). */
+void gcoll_calib_drop(gcoll_calib_sweep_t *w, const char *name);
 
 /* Time every applicable algorithm at w->sizes[si] (collective over the
  * communicator).  A failed call fails every rank alike (the status of the
