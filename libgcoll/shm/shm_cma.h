@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Single-copy allgather and bcast through Cross Memory Attach
+/* Single-copy allgather, bcast and reduce through Cross Memory Attach
  * (process_vm_readv): every rank reads its peers' blocks (the root's
  * buffer) straight out of their buffers into its own result, one kernel
  * copy per block, where the copying forms move each block twice (into the
- * segment, out of it).  For any buffer, unlike the
+ * segment, out of it); in a reduce every rank reads its slice of the
+ * peers' inputs, reduces it and writes it into the root's result.  For any buffer, unlike the
  * zero-copy form, which needs gcoll_mem_alloc memory and goes first where
  * every rank has it (shm_zcopy.h). */
 #ifndef GCOLL_SHM_CMA_H
@@ -20,9 +21,14 @@
  * ranks sharing CPUs the readers' whole-buffer copies from the root's
  * memory queue up behind each other, while the copying form's chunks stay
  * in cache (4 ranks on 2 CPUs, 64-512 KiB: 1.4-2x slower single) (docs/design.md,
- * "Single copy by CMA"). */
+ * "Single copy by CMA").  Reduces take it where each rank's slice (bytes /
+ * P) is at least the third size: below it the copying pipeline's steps
+ * cost less than a read and a write system call per piece (2 ranks:
+ * 128 KiB 11 against 9 µs; 256 KiB 20 against 31-35; 3 ranks on 2 CPUs:
+ * 256 KiB 86 against 67, 512 KiB 145 against 175). */
 #define GCOLL_SHM_CMA_MIN       (16u << 10)
 #define GCOLL_SHM_CMA_BCAST_MAX (2u << 20)
+#define GCOLL_SHM_CMA_REDUCE_SLICE (128u << 10)
 
 /* Collective over the node: probe whether every rank can read every peer's
  * memory (same user, no ptrace restriction, one PID namespace) and agree;
@@ -32,17 +38,19 @@
 void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm, int oversubscribed);
 void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
 
-/* Whether an allgather whose largest block is `bytes`, or a bcast of
- * `bytes` (coll: GCOLL_COLL_ALLGATHER or _BCAST), takes it. */
+/* Whether an allgather whose largest block is `bytes`, or a bcast or a
+ * reduce of `bytes` (coll: GCOLL_COLL_ALLGATHER, _BCAST or _REDUCE), takes
+ * it. */
 int gcoll_shm_cma_takes(const gcoll_shm_t *shm, int coll, size_t bytes);
 
-/* The phases of SHM_FORM_CMA, an allgather's or a bcast's (shm_coll.c runs
- * them); pieces: how many work phases the largest block needs.  A read that fails marks the op
+/* The phases of SHM_FORM_CMA, an allgather's, a bcast's or a reduce's
+ * (shm_coll.c runs them); pieces: how many work phases the largest block
+ * (a reduce: slice) needs.  A read that fails marks the op
  * failed (o->failed), after which it still takes every step. */
 size_t gcoll_shm_cma_pieces(size_t block);
 void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
 
-/* Allgathers and bcasts that ran the single copy on this segment since its
+/* Allgathers, bcasts and reduces that ran the single copy on this segment since its
  * creation. */
 uint64_t gcoll_shm_cma_calls(const gcoll_shm_t *shm);
 

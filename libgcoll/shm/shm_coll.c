@@ -649,8 +649,9 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
     }
     *done = 1;
     if (o->failed)   /* every step taken: the peers do not wait for us */
-        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: a single-copy allgather could not read a "
-                           "peer's block (process_vm_readv; GCOLL_SHM_CMA=0 copies instead)");
+        return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: a single-copy collective could not read or "
+                           "write a peer's buffer (process_vm_readv/writev; GCOLL_SHM_CMA=0 "
+                           "copies instead)");
     return GCOLL_SUCCESS;
 }
 
@@ -695,6 +696,11 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         o->bytes <= GCOLL_SHM_RING_SLOT) {
         o->form = SHM_FORM_RING;
         gcoll_shm_ring_start(shm, o);
+        return GCOLL_SUCCESS;
+    }
+    if (o->coll == GCOLL_COLL_REDUCE && gcoll_shm_cma_takes(shm, GCOLL_COLL_REDUCE, o->bytes)) {
+        o->form = SHM_FORM_CMA;   /* every rank reduces its slice of the peers' inputs */
+        o->last = gcoll_shm_cma_pieces(gcoll_block_len(o->count, shm->size, 0) * o->dts) + 1;
         return GCOLL_SUCCESS;
     }
     if (o->bytes <= shm_small_max(shm)) {

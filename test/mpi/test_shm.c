@@ -711,10 +711,34 @@ static void run_write_ways(void)
     shm = main_shm;
 }
 
+/* Reduces of float32 (4 B) that take the single copy where each rank's
+ * slice reaches GCOLL_SHM_CMA_REDUCE_SLICE: just under it, at it, and with
+ * slices over one phase's 1 MiB, not divisible by the ranks; every root
+ * (an in-place root after rank 1 accumulates in scratch), in place or not,
+ * against MPI's and the serial reference. */
+static void single_copy_reduces(int on, unsigned *seed)
+{
+    size_t at = GCOLL_SHM_CMA_REDUCE_SLICE / 4 * (size_t)size;
+    size_t elems[] = { at - 1, at, (1u << 18) * (size_t)size + 5 };
+    int takes[] = { 0, 1, 1 };
+    for (size_t c = 0; c < NELEMS(elems); c++)
+        for (int root = 0; root < size; root++)
+            for (int ip = 0; ip < 2; ip++) {
+                uint64_t before = gcoll_shm_cma_calls(shm);
+                test_reduce(elems[c], GCOLL_FLOAT32, ip ? GCOLL_SUM : GCOLL_PROD, ip, root, (*seed)++);
+                uint64_t want = before + (size > 1 && on && takes[c]);
+                if (gcoll_shm_cma_calls(shm) != want)
+                    FAIL("reduce of %zu x 4 B to %d%s: %llu single-copy calls, want %llu", elems[c],
+                         root, ip ? " in place" : "", (unsigned long long)gcoll_shm_cma_calls(shm),
+                         (unsigned long long)want);
+            }
+}
+
 /* The single copy (shm_cma.c) on the main segment: every allgather whose
- * largest block reaches GCOLL_SHM_CMA_MIN takes it, and every bcast past
- * the ring below GCOLL_SHM_CMA_BCAST_MAX; the others copy; the results
- * match MPI's either way.  run_shm.sh sets
+ * largest block reaches GCOLL_SHM_CMA_MIN takes it, every bcast past the
+ * ring below GCOLL_SHM_CMA_BCAST_MAX, and every reduce whose slices reach
+ * GCOLL_SHM_CMA_REDUCE_SLICE; the others copy; the results match MPI's
+ * either way.  run_shm.sh sets
  * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
  * (no Yama restriction), so a probe that wrongly says no fails here. */
 static void run_single_copy(void)
@@ -760,7 +784,7 @@ static void run_single_copy(void)
             if (gcoll_shm_cma_calls(shm) != want)
                 FAIL("bcast of %zu B from %d: %llu single-copy calls, want %llu", bytes[b], root,
                      (unsigned long long)gcoll_shm_cma_calls(shm), (unsigned long long)want);
-        }
+        }    single_copy_reduces(on, &seed);
 }
 
 int main(int argc, char **argv)
