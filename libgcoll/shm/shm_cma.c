@@ -242,8 +242,7 @@ static void cma_reduce_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
     int me = shm->rank, P = shm->size;
     size_t len = gcoll_block_len(o->count, P, me) * o->dts, s = i * (size_t)CMA_PIECE;
     size_t off0 = gcoll_block_off(o->count, P, me) * o->dts;
-    if (len > s && !cma_reduce_range(shm, o, off0 + s,
-                                     min_sz(CMA_PIECE, len - s)))
+    if (len > s && !cma_reduce_range(shm, o, off0 + s, min_sz(CMA_PIECE, len - s)))
         o->failed = 1;
 }
 

@@ -4,8 +4,8 @@
  * buffer) straight out of their buffers into its own result, one kernel
  * copy per block, where the copying forms move each block twice (into the
  * segment, out of it); in a reduce every rank reads its slice of the
- * peers' inputs, reduces it and writes it into the root's result.  For any buffer, unlike the
- * zero-copy form, which needs gcoll_mem_alloc memory and goes first where
+ * peers' inputs, reduces it and writes it into the root's result.  For
+ * any buffer, unlike the zero-copy form, which needs gcoll_mem_alloc memory and goes first where
  * every rank has it (shm_zcopy.h). */
 #ifndef GCOLL_SHM_CMA_H
 #define GCOLL_SHM_CMA_H

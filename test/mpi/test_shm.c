@@ -784,7 +784,8 @@ static void run_single_copy(void)
             if (gcoll_shm_cma_calls(shm) != want)
                 FAIL("bcast of %zu B from %d: %llu single-copy calls, want %llu", bytes[b], root,
                      (unsigned long long)gcoll_shm_cma_calls(shm), (unsigned long long)want);
-        }    single_copy_reduces(on, &seed);
+        }
+    single_copy_reduces(on, &seed);
 }
 
 int main(int argc, char **argv)
