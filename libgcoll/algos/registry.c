@@ -27,6 +27,7 @@ extern const gcoll_algo_t gcoll_algo_alltoall_pairwise;
 extern const gcoll_algo_t gcoll_algo_alltoall_bruck;
 extern const gcoll_algo_t gcoll_algo_barrier_dissemination;
 extern const gcoll_algo_t gcoll_algo_allreduce_shm;
+extern const gcoll_algo_t gcoll_algo_allreduce_shm_sliced;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier_leader;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier_p2p;
@@ -60,6 +61,7 @@ const gcoll_algo_t *const gcoll_algos[] = {
     &gcoll_algo_barrier_dissemination,
     /* node-aware: NODE steps through shared memory (algos/hier/) */
     &gcoll_algo_allreduce_shm,
+    &gcoll_algo_allreduce_shm_sliced,
     &gcoll_algo_allreduce_hier,
     &gcoll_algo_allreduce_hier_leader,
     &gcoll_algo_bcast_shm,

@@ -180,7 +180,8 @@ static gcoll_status_t node_step(struct gcoll_request *r, const gcoll_step_t *st,
         if (!node_turn(r)) return GCOLL_SUCCESS;
         size_t count = st->node_coll == GCOLL_COLL_BCAST ? st->bytes : st->bytes / s->dt_size;
         GCOLL_TRY(gcoll_shm_op_start(c->shm, &x->shm_op, st->node_coll, at(r->bufs, st->src),
-                                     at(r->bufs, st->dst), count, s->dtype, s->op, st->peer));
+                                     at(r->bufs, st->dst), count, s->dtype, s->op, st->peer,
+                                     st->flags & GCOLL_STEP_SLICED ? GCOLL_SHM_SLICED : 0));
         count_node(c, st);
         x->in_node = 1;
         *advanced = 1;

@@ -81,10 +81,13 @@ typedef enum {
  * The simulator runs early steps with the other local steps (same data, a
  * pessimistic time). */
 #define GCOLL_STEP_EARLY 0x1u
+/* A NODE allreduce in slices at every size (shm.h GCOLL_SHM_SLICED): the
+ * same data, another form; the simulator treats it as any NODE allreduce. */
+#define GCOLL_STEP_SLICED 0x2u
 typedef struct {
     uint8_t      type;     /* gcoll_step_type_t */
     uint8_t      node_coll;/* NODE: gcoll_coll_t */
-    uint8_t      flags;    /* GCOLL_STEP_EARLY */
+    uint8_t      flags;    /* GCOLL_STEP_EARLY, GCOLL_STEP_SLICED */
     int          peer;     /* SEND/RECV: rank in the communicator; AVG: divisor;
                               NODE: root's local rank */
     size_t       bytes;

@@ -104,12 +104,21 @@ typedef struct gcoll_shm_op {
     int            zc_form;   /* zero-copy negotiation: the copying form (shm_zcopy.c) */
 } gcoll_shm_op_t;
 
+/* An allreduce in slices at every size: the pipeline of shm_coll.c (every
+ * rank reduces its slice, then copies the others' out: two steps), never
+ * the one-step form where every rank reduces everything.  Which of the two
+ * is faster at 4-128 KiB depends on the machine (what a cache line costs to
+ * move between cores against what a step costs), so it is a separate
+ * algorithm (shm_sliced) that the calibration times beside shm. */
+#define GCOLL_SHM_SLICED 0x1u
+
 /* coll: GCOLL_COLL_ALLREDUCE, REDUCE_SCATTER, ALLGATHER (dtype's size is the
  * element size), BCAST (count is bytes), REDUCE, BARRIER (algos/algo.h).
- * Arguments as for the blocking calls; errors identical on every rank. */
+ * Arguments as for the blocking calls; errors identical on every rank.
+ * flags: GCOLL_SHM_SLICED or 0, the same on every rank. */
 gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
                                   void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
-                                  int root);
+                                  int root, unsigned flags);
 /* Run what can run now; *done = 1 when the collective has finished here. */
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done);
 

@@ -61,6 +61,14 @@
                                 * 64-byte line would still false-share */
 #define GCOLL_SHM_INLINE  56   /* payload bytes beside the flag in its line */
 
+/* The windows of a rank's two parities hold at least this many bytes
+ * over all its peers (2 MiB per parity at 2 ranks, 1 MiB at 3, one area
+ * from 4 ranks on): ops smaller than a window take the next place in it
+ * each time they use it, so a place is written again only after each
+ * reader has read megabytes from the writer, more than a core's L2 keeps
+ * (shm_coll.c, "Where an op puts its data"). */
+#define GCOLL_SHM_WINDOW  (4u << 20)
+
 /* Bytes of one area (per rank, per parity) before division into P + 1
  * slices.  768 KiB gives 256 KiB slices at 2 ranks: the whole shared
  * working set (2 ranks x 2 parities x 3 slices = 3 MiB) stays in L2+L3, and
@@ -124,6 +132,16 @@ typedef struct {
     float    cost[2];     /* running mean of ns per byte, by way; 0 = unknown */
 } gcoll_shm_adapt_t;
 
+/* Where the op in progress puts its data in a parity's window (set when it
+ * starts, the same on every rank; shm_coll.c, "Where an op puts its data"):
+ * at place ((g >> 1) mod places) * unit for the data of phase g, slots
+ * stride bytes apart. */
+typedef struct {
+    size_t stride;   /* bytes between the slots of the sliced forms */
+    size_t unit;     /* bytes between two places */
+    size_t places;   /* 0 or 1: always the window's start */
+} gcoll_shm_place_t;
+
 struct gcoll_shm {
     const gcoll_config_t *cfg;     /* the communicator's (it outlives us) */
     int               rank, size;
@@ -134,8 +152,10 @@ struct gcoll_shm {
                                     * signal it (shm_coll.c): the next op
                                     * waits for that before its first phase */
     size_t            slice;       /* bytes of one slice (multiple of 64) */
-    size_t            area;        /* (size + 1) * slice */
-    size_t            region;      /* bytes per rank: 2 areas + ring, page aligned */
+    size_t            area;        /* (size + 1) * slice: one chunk's frame */
+    size_t            window;      /* bytes per parity, >= area, page multiple */
+    size_t            region;      /* bytes per rank: 2 windows + ring, page aligned */
+    gcoll_shm_place_t place;       /* where the op in progress puts its data */
     size_t            ring_off;    /* offset of the ring in a region */
     uint64_t          ring_seq;    /* ring ops started (the same on every rank) */
     gcoll_shm_ring_wait_t ring_wait;  /* of the ring op in progress, if blocked */
@@ -202,10 +222,14 @@ static inline int gcoll_shm_all_arrived(const gcoll_shm_t *shm)
 static inline int gcoll_shm_wpar(const gcoll_shm_t *shm) { return (int)((shm->step + 1) & 1); }
 static inline int gcoll_shm_rpar(const gcoll_shm_t *shm) { return (int)(shm->step & 1); }
 
-/* Area of rank j for parity p, and its parts. */
+/* Area of rank j for parity p: where the op in progress puts the data of
+ * the phase that writes parity p now (step + 1) or wrote it last (step). */
 static inline unsigned char *gcoll_shm_area(const gcoll_shm_t *shm, int j, int p)
 {
-    return shm->data + (size_t)j * shm->region + (size_t)p * shm->area;
+    unsigned char *w = shm->data + (size_t)j * shm->region + (size_t)p * shm->window;
+    if (shm->place.places <= 1) return w;
+    uint64_t g = (int)((shm->step + 1) & 1) == p ? shm->step + 1 : shm->step;
+    return w + (size_t)((g >> 1) % shm->place.places) * shm->place.unit;
 }
 
 static inline unsigned char *gcoll_shm_inline(const gcoll_shm_t *shm, int j, int p)

@@ -74,7 +74,10 @@ static void shm_layout(gcoll_shm_t *shm)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     shm->slice     = shm_slice_bytes(shm->size);
     shm->area      = (size_t)(shm->size + 1) * shm->slice;
-    shm->ring_off  = round_up(2 * shm->area, GCOLL_SHM_LINE);
+    /* a reader reads 2 windows of each of its P - 1 peers */
+    size_t peers   = shm->size > 1 ? (size_t)shm->size - 1 : 1, w = GCOLL_SHM_WINDOW / 2 / peers;
+    shm->window    = round_up(w > shm->area ? w : shm->area, page);
+    shm->ring_off  = round_up(2 * shm->window, GCOLL_SHM_LINE);
     shm->region    = round_up(shm->ring_off + sizeof(gcoll_shm_ring_t), page);
     size_t ctrl    = round_up((size_t)shm->size * sizeof(gcoll_shm_ctrl_t), page);
     shm->map_bytes = ctrl + (size_t)shm->size * shm->region;

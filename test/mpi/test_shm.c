@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "gcoll.h"
-#include "shm/shm_int.h"   /* the ring's depth and slot size */
+#include "shm/shm_int.h"   /* the ring's depth and slot size, the windows */
 #include "shm/shm_cma.h"
 #include "algos/peers.h"
 
@@ -643,7 +643,7 @@ static void check_way(int coll, const void *src, void *dst, size_t n, gcoll_dtyp
                       int copies, const char *what)
 {
     gcoll_shm_op_t o;
-    gcoll_status_t st = gcoll_shm_op_start(shm, &o, coll, src, dst, n, dt, GCOLL_SUM, 0);
+    gcoll_status_t st = gcoll_shm_op_start(shm, &o, coll, src, dst, n, dt, GCOLL_SUM, 0, 0);
     int done = 0;
     while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
     if (st) FAIL("write way %d, %s: %s", way, what, gcoll_last_error());
@@ -741,6 +741,96 @@ static void single_copy_reduces(int on, unsigned *seed)
  * either way.  run_shm.sh sets
  * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
  * (no Yama restriction), so a probe that wrongly says no fails here. */
+/* An allreduce started with flags and run to the end (a busy loop, as
+ * check_way); its pipeline chunks in *chunks (0: the one-step form). */
+static void allreduce_flags(size_t n, gcoll_dtype_t dt, gcoll_op_t op, int inplace,
+                            unsigned flags, unsigned seed, size_t *chunks)
+{
+    char what[160];
+    size_t dts = gcoll_dtype_size(dt);
+    snprintf(what, sizeof(what), "allreduce flags=%u n=%zu %s %s%s", flags, n,
+             gcoll_dtype_name(dt), gcoll_op_name(op), inplace ? " in-place" : "");
+    void *src = xmalloc(n * dts), *dst = inplace ? src : xmalloc(n * dts), *mpi = xmalloc(n * dts);
+    fill(src, 0, n, dt, op, seed);
+    MPI_Allreduce(src, mpi, (int)n, mpi_dtype(dt), mpi_op(op), MPI_COMM_WORLD);
+    gcoll_shm_op_t o;
+    gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_ALLREDUCE, src, dst, n, dt, op, 0,
+                                           flags);
+    int done = 0;
+    while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+    if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
+    *chunks = o.n;
+    expect_ref(what, dst, 0, n, dt, op, seed);
+    expect_same(what, dst, mpi, n * dts);
+    free(mpi);
+    if (!inplace) free(dst);
+    free(src);
+}
+
+/* shm_sliced's form (GCOLL_SHM_SLICED): the pipeline at every size, where
+ * shm runs one step below shm_small_max; each size must run the form it
+ * names, and give MPI's result bit for bit: tiny (inline for shm), fewer
+ * elements than ranks' 64-byte slices, primes, past one chunk. */
+static void run_sliced(void)
+{
+    static const size_t ns[] = { 1, 7, 14, 15, 17, 1023, 4099, 16411, 65537, (1u << 17) + 3 };
+    static const gcoll_dtype_t dts[] = { GCOLL_FLOAT32, GCOLL_INT32, GCOLL_FLOAT64 };
+    unsigned seed = 11000;
+    for (size_t i = 0; i < NELEMS(ns); i++)
+        for (size_t d = 0; d < NELEMS(dts); d++)
+            for (int ip = 0; ip < 2; ip++) {
+                gcoll_op_t op = dts[d] == GCOLL_INT32 ? GCOLL_MAX : GCOLL_SUM;
+                size_t sliced, plain;
+                allreduce_flags(ns[i], dts[d], op, ip, GCOLL_SHM_SLICED, seed++, &sliced);
+                allreduce_flags(ns[i], dts[d], op, ip, 0, seed++, &plain);
+                if (size > 1 && !sliced)
+                    FAIL("allreduce of %zu %s, sliced: ran the one-step form", ns[i],
+                         gcoll_dtype_name(dts[d]));
+                if (size > 1 && ns[i] == 1023 && plain)
+                    FAIL("allreduce of 1023 %s without the flag: ran the pipeline (%zu chunks), "
+                         "so this test cannot tell the forms apart", gcoll_dtype_name(dts[d]),
+                         plain);
+            }
+}
+
+/* Where an op puts its data (shm_coll.c): one-step allreduces of 32 KiB
+ * take a new place each time they use a parity's window, inside it; 4 KiB
+ * ones stay at its start.  Each op's phase-0 place is read off before it
+ * runs; ops i and i + 2 write the same parity. */
+static void run_places(void)
+{
+    if (size < 2) return;
+    static const size_t counts_[] = { 8192, 1024 };   /* float32: 32 KiB, 4 KiB */
+    for (size_t c = 0; c < NELEMS(counts_); c++) {
+        size_t n = counts_[c];
+        float *src = xmalloc(n * 4), *dst = xmalloc(n * 4);
+        fill(src, 0, n, GCOLL_FLOAT32, GCOLL_SUM, 12000);
+        unsigned char *at[6];
+        for (int i = 0; i < 6; i++) {
+            gcoll_shm_op_t o;
+            gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_ALLREDUCE, src, dst, n,
+                                                   GCOLL_FLOAT32, GCOLL_SUM, 0, 0);
+            int wp = gcoll_shm_wpar(shm);
+            at[i] = gcoll_shm_area(shm, rank, wp);
+            int done = 0;
+            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+            if (st) FAIL("places, %zu floats: %s", n, gcoll_last_error());
+            expect_ref("places", dst, 0, n, GCOLL_FLOAT32, GCOLL_SUM, 12000);
+        }
+        int moved = at[0] != at[2] && at[2] != at[4] && at[1] != at[3];
+        if (n * 4 >= 8192 && !moved)
+            FAIL("allreduces of %zu B: the same place in consecutive uses of a window", n * 4);
+        if (n * 4 < 8192 && moved)
+            FAIL("allreduces of %zu B moved through the window (below 8 KiB they stay)", n * 4);
+        unsigned char *windows = shm->data + (size_t)rank * shm->region;   /* both parities */
+        for (int i = 0; i < 6; i++)
+            if (at[i] < windows || at[i] + n * 4 > windows + 2 * shm->window)
+                FAIL("allreduce of %zu B placed outside this rank's windows", n * 4);
+        free(dst);
+        free(src);
+    }
+}
+
 static void run_single_copy(void)
 {
     int on = gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, SIZE_MAX);
@@ -810,6 +900,8 @@ int main(int argc, char **argv)
         run_matrix();
         run_write_ways();
         run_single_copy();
+        run_sliced();
+        run_places();
         run_back_to_back();
         run_ring();
         test_barrier();

@@ -34,6 +34,16 @@ static gcoll_status_t build_allreduce(const gcoll_coll_args_t *a, const gcoll_gr
     return GCOLL_SUCCESS;
 }
 
+/* shm with the sliced form at every size (shm.h GCOLL_SHM_SLICED). */
+static gcoll_status_t build_allreduce_sliced(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                             gcoll_sched_t *s)
+{
+    GCOLL_TRY(one_node(a, g, "allreduce shm_sliced"));
+    gcoll_sched_node(s, GCOLL_COLL_ALLREDUCE, a->dst, a->src, a->count * a->dt_size, 0);
+    if (s->status == GCOLL_SUCCESS && s->nsteps) s->steps[s->nsteps - 1].flags |= GCOLL_STEP_SLICED;
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t build_bcast(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                   gcoll_sched_t *s)
 {
@@ -77,6 +87,10 @@ static gcoll_status_t build_barrier(const gcoll_coll_args_t *a, const gcoll_grou
 const gcoll_algo_t gcoll_algo_allreduce_shm = {
     "shm", GCOLL_COLL_ALLREDUCE, "one node: slices reduced in parallel in a shared segment",
     build_allreduce };
+const gcoll_algo_t gcoll_algo_allreduce_shm_sliced = {
+    "shm_sliced", GCOLL_COLL_ALLREDUCE,
+    "one node: as shm, but every rank reduces its slice and copies the others' at every size",
+    build_allreduce_sliced };
 const gcoll_algo_t gcoll_algo_bcast_shm = {
     "shm", GCOLL_COLL_BCAST, "one node: root copies into a shared segment, all copy out",
     build_bcast };
