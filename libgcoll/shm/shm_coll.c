@@ -444,15 +444,19 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  * allgather's and reduce_scatter's copies into the segment choose the same
  * way, each with its own costs: their launches fell in two bands too
  * (2 ranks, allgather of 512 KiB blocks: 41-53 us or 265-339 us, 1 in 6
- * launches, memcpy 77% of the time in both).  From 4 KiB since
+ * launches, memcpy 77% of the time in both).  From 8 KiB since
  * 2026-12-06 (16 KiB before): on a Zen 4 guest with the same two states,
  * the one-step 8 KiB allreduce took 3.9-4.5 us in the slow one against
  * 1.7-1.8 us streamed, 16 KiB 6.7-7.0 against 2.9; level in the fast one
- * (0.67-0.79 us at 8 KiB; peer harness, 4 alternated launches). */
+ * (0.67-0.79 us at 8 KiB; peer harness, 4 alternated launches).  Not from
+ * 4 KiB: a call of 1 us is mostly the wait for the peer, the running means
+ * followed that noise, and the default's 4 KiB allreduce settled on the
+ * slower way, 1.9x the same algorithm forced in the same launch
+ * (check_selection.sh, 7 launches). */
 #define SHM_ADAPT_PROBE     16     /* first try at the 16th call ... */
 #define SHM_ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
 #define SHM_ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
-#define SHM_STREAM_IN_MIN   (4u << 10)   /* one-step allreduces, allgather and reduce_scatter
+#define SHM_STREAM_IN_MIN   (8u << 10)   /* one-step allreduces, allgather and reduce_scatter
                                           * chunks this large choose too */
 
 static int shm_size_class(size_t bytes)
