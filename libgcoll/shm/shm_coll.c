@@ -854,7 +854,9 @@ static gcoll_status_t shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll
                                    int root, unsigned flags)
 {
     memset(o, 0, sizeof(*o));
-    shm_place(shm, 0, shm->area, 0);   /* every form that uses the areas places itself */
+    /* the window's start, slots a slice apart, until the form places itself
+     * (no division here: ring ops, the smallest, start here too) */
+    shm->place = (gcoll_shm_place_t){ .stride = shm->slice, .unit = 0, .places = 1 };
     o->coll  = (uint8_t)coll;
     o->src   = src;
     o->dst   = dst;

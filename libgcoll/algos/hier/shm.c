@@ -26,22 +26,27 @@ static size_t all_bytes(const gcoll_coll_args_t *a, const gcoll_group_t *g)
     return a->count * a->dt_size * (size_t)g->size;
 }
 
+/* One NODE allreduce step with step flags (GCOLL_STEP_SLICED: shm_sliced). */
+static gcoll_status_t node_allreduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                     gcoll_sched_t *s, const char *name, uint8_t flags)
+{
+    GCOLL_TRY(one_node(a, g, name));
+    gcoll_sched_node(s, GCOLL_COLL_ALLREDUCE, a->dst, a->src, a->count * a->dt_size, 0);
+    if (s->status == GCOLL_SUCCESS && s->nsteps) s->steps[s->nsteps - 1].flags |= flags;
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t build_allreduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                       gcoll_sched_t *s)
 {
-    GCOLL_TRY(one_node(a, g, "allreduce shm"));
-    gcoll_sched_node(s, GCOLL_COLL_ALLREDUCE, a->dst, a->src, a->count * a->dt_size, 0);
-    return GCOLL_SUCCESS;
+    return node_allreduce(a, g, s, "allreduce shm", 0);
 }
 
 /* shm with the sliced form at every size (shm.h GCOLL_SHM_SLICED). */
 static gcoll_status_t build_allreduce_sliced(const gcoll_coll_args_t *a, const gcoll_group_t *g,
                                              gcoll_sched_t *s)
 {
-    GCOLL_TRY(one_node(a, g, "allreduce shm_sliced"));
-    gcoll_sched_node(s, GCOLL_COLL_ALLREDUCE, a->dst, a->src, a->count * a->dt_size, 0);
-    if (s->status == GCOLL_SUCCESS && s->nsteps) s->steps[s->nsteps - 1].flags |= GCOLL_STEP_SLICED;
-    return GCOLL_SUCCESS;
+    return node_allreduce(a, g, s, "allreduce shm_sliced", GCOLL_STEP_SLICED);
 }
 
 static gcoll_status_t build_bcast(const gcoll_coll_args_t *a, const gcoll_group_t *g,
