@@ -83,7 +83,7 @@ gcoll_status_t gcoll_shm_barrier(gcoll_shm_t *shm);
 typedef struct gcoll_shm_op {
     uint8_t        coll;      /* gcoll_coll_t of the collective */
     uint8_t        waiting;   /* signalled step t, peers not all there yet */
-    uint8_t        nt;        /* stream results (large allreduce) */
+    uint8_t        nt;        /* stream the result into dst (results from 16 MiB) */
     uint8_t        publish;   /* small reduce: this rank publishes its input */
     uint8_t        tiny;      /* payload lives in the flags' cache lines */
     uint8_t        stream;    /* large allreduce: stream the reduced slice */

@@ -6,7 +6,10 @@
  * segment, out of it); in a reduce every rank reads its slice of the
  * peers' inputs, reduces it and writes it into the root's result.  For
  * any buffer, unlike the zero-copy form, which needs gcoll_mem_alloc memory and goes first where
- * every rank has it (shm_zcopy.h). */
+ * every rank has it (shm_zcopy.h).
+ * Off unless GCOLL_SHM_CMA=1: once the segment's ops moved through window
+ * places (shm_coll.c), the copying forms beat it at every size measured
+ * on the Zen 4 guest (docs/design.md, "Single copy by CMA"). */
 #ifndef GCOLL_SHM_CMA_H
 #define GCOLL_SHM_CMA_H
 

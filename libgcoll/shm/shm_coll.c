@@ -51,8 +51,12 @@
  * an L1 accumulator streamed to both res and dst, CLDEMOTE of the slots
  * after writing them (2x slower), and CMA (process_vm_readv/writev) single
  * copy: its kernel copies ran at ~4 GB/s there (docs/design.md).  The
- * allgather and the bcast take CMA now where it is fast (shm_cma.c): they
- * copy what they read, without reducing it.
+ * allgather, bcast and reduce can take CMA (shm_cma.c, GCOLL_SHM_CMA=1);
+ * off by default: with the window places the copying forms below were
+ * 1.3-4x faster than it on the Zen 4 guest.  The allgather's and the
+ * bcast's copy-outs stream results from GCOLL_SHM_NT_MIN, as the allreduce
+ * does (Zen 4 guest: allgather 8-32 MiB blocks 1.1-1.3x, bcast 16-64 MiB
+ * 1.4-2x faster).
  */
 #include <string.h>
 #if defined(__x86_64__)
@@ -400,14 +404,14 @@ static unsigned char *shm_flat(const gcoll_shm_t *shm, int tiny, int k, int p)
 
 /* Copy out sub-chunk i of every other rank's block from its flat buffer. */
 static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, size_t dts,
-                            size_t sub, int tiny, size_t i)
+                            size_t sub, int tiny, size_t i, int nt)
 {
     int rp = gcoll_shm_rpar(shm);
     for (int j = 0; j < shm->size; j++) {
         size_t len = gcoll_block_len(count, shm->size, j) * dts, o = i * sub;
         if (j != shm->rank && o < len)
-            gcoll_copy(dst + gcoll_block_off(count, shm->size, j) * dts + o,
-                   shm_flat(shm, tiny, j, rp), min_sz(sub, len - o));
+            gcoll_shm_copy(dst + gcoll_block_off(count, shm->size, j) * dts + o,
+                           shm_flat(shm, tiny, j, rp), min_sz(sub, len - o), nt);
     }
 }
 
@@ -580,7 +584,10 @@ static void shm_body_ag(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     size_t own_len = gcoll_block_len(o->count, shm->size, shm->rank) * o->dts;
     unsigned char *own = o->dst + gcoll_block_off(o->count, shm->size, shm->rank) * o->dts;
-    if (o->t >= 1) shm_ag_copy_out(shm, o->dst, o->count, o->dts, o->sub, o->tiny, o->t - 1);
+    if (o->t >= 1) {
+        shm_ag_copy_out(shm, o->dst, o->count, o->dts, o->sub, o->tiny, o->t - 1, o->nt);
+        shm_copy_done(o->nt);   /* the result complete when the call returns */
+    }
     if (o->t < o->n) {
         size_t off = o->t * o->sub;
         if (off < own_len)
@@ -595,8 +602,9 @@ static void shm_body_bcast(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     int me = shm->rank;
     if (o->t >= 1 && me != o->root) {
         size_t off = (o->t - 1) * o->sub;
-        gcoll_copy(o->dst + off, shm_flat(shm, o->tiny, o->root, gcoll_shm_rpar(shm)),
-               min_sz(o->sub, o->bytes - off));
+        gcoll_shm_copy(o->dst + off, shm_flat(shm, o->tiny, o->root, gcoll_shm_rpar(shm)),
+                       min_sz(o->sub, o->bytes - off), o->nt);
+        shm_copy_done(o->nt);   /* the result complete when the call returns */
     }
     if (o->t < o->n && me == o->root) {
         size_t off = o->t * o->sub;
@@ -805,8 +813,9 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     /* Bytes throughout; chunks of a whole area (or one inline line). */
     size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
     unsigned char *own = o->dst + gcoll_block_off(o->count, size, me) * o->dts;
-    if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
     o->bytes = o->count * o->dts;
+    o->nt    = o->bytes >= GCOLL_SHM_NT_MIN;   /* the result bypasses the caches */
+    if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
     if (gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, maxlen)) {   /* peers read src straight */
         o->form = SHM_FORM_CMA;
         o->last = gcoll_shm_cma_pieces(maxlen) + 1;
@@ -843,6 +852,7 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->n    = ceil_div(o->bytes, o->sub);
     o->tiny = o->bytes <= GCOLL_SHM_INLINE;
     o->form = SHM_FORM_BCAST;
+    o->nt   = o->bytes >= GCOLL_SHM_NT_MIN;   /* the readers' results bypass the caches */
     if (!o->tiny) shm_place(shm, 0, min_sz(o->bytes, o->sub), 0);
     o->last = o->n;
     if (shm->rank == o->root) shm_adapt_pick(shm, o);

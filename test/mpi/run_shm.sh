@@ -18,6 +18,10 @@
 # forbids process_vm_readv).
 set -u
 
+# The single copy is off by default (GCOLL_SHM_CMA=0); test_shm turns it on
+# for its main segment so that its forms stay checked (it makes a copying
+# segment beside it).
+export GCOLL_SHM_CMA=${GCOLL_SHM_CMA:-1}
 scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
 if [ "$scope" = 0 ] && [ "${GCOLL_SHM_CMA:-1}" != 0 ]; then cma_allowed=1; else cma_allowed=0; fi
 export GCOLL_TEST_EXPECT_CMA=${GCOLL_TEST_EXPECT_CMA:-$cma_allowed}

@@ -651,6 +651,38 @@ static void check_way(int coll, const void *src, void *dst, size_t n, gcoll_dtyp
         FAIL("write way %d: the %s streamed=%d", way, what, o.stream);
 }
 
+/* Whether op (coll, n elements of dt) streams its result into dst (o.nt):
+ * allgathers and bcasts from 16 MiB of result do, smaller ones do not. */
+static void check_nt(int coll, size_t n, gcoll_dtype_t dt, size_t dts, int want, const char *what)
+{
+    unsigned char *src = xmalloc(n * dts), *dst = xmalloc(n * dts);
+    memset(src, 1, n * dts);
+    gcoll_shm_op_t o;
+    gcoll_status_t st = gcoll_shm_op_start(shm, &o, coll, coll == GCOLL_COLL_BCAST ? NULL : src,
+                                           coll == GCOLL_COLL_BCAST ? src : dst, n, dt, GCOLL_SUM,
+                                           0, 0);
+    int done = 0;
+    while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+    if (st) FAIL("%s of %zu B: %s", what, n * dts, gcoll_last_error());
+    if (size > 1 && o.nt != want)
+        FAIL("%s with a result of %zu B: nt=%d, want %d", what, n * dts, o.nt, want);
+    free(dst);
+    free(src);
+}
+
+/* Results from 16 MiB bypass the caches (o.nt) in the copying allgather
+ * and bcast; bit for bit against MPI's either way. */
+static void run_nt_results(unsigned *seed)
+{
+    size_t mib16 = 16u << 20;
+    check_nt(GCOLL_COLL_ALLGATHER, mib16 / 4 - (size_t)size, GCOLL_FLOAT32, 4, 0, "allgather");
+    check_nt(GCOLL_COLL_ALLGATHER, mib16 / 4 + 3, GCOLL_FLOAT32, 4, 1, "allgather");
+    check_nt(GCOLL_COLL_BCAST, mib16 - 1, GCOLL_UINT8, 1, 0, "bcast");
+    check_nt(GCOLL_COLL_BCAST, mib16, GCOLL_UINT8, 1, 1, "bcast");
+    for (int ip = 0; ip < 2; ip++) test_allgather(mib16 / 4 + 3, 4, ip, (*seed)++);
+    test_bcast(mib16 + 5, size - 1, (*seed)++);
+}
+
 /* The two ways a rank writes what its peers read (shm_coll.c, "Writing the
  * reduced slice": a reducer's slice and inputs, a bcast root's, an
  * allgather's and a reduce_scatter's copies into the segment): auto picks
@@ -704,6 +736,7 @@ static void run_write_ways(void)
         test_bcast(65537, 0, seed++);
     }
     cfg.shm_stream = saved;
+    run_nt_results(&seed);
     if (gcoll_shm_cma_calls(copying))
         FAIL("a segment made with GCOLL_SHM_CMA=0 ran %llu single-copy allgathers",
              (unsigned long long)gcoll_shm_cma_calls(copying));
