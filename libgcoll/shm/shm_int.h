@@ -77,14 +77,17 @@
 #define GCOLL_SHM_MIN_SLICE 4096u
 
 /* The ring of small rooted collectives (shm_ring.c), per rank: lines (a
- * call's flag, and its payload up to 56 bytes), slots for payloads up to
- * 2 KiB, and slots for payloads up to 32 KiB.  Writers run up to 64 calls
- * of 56 bytes, 32 of 2 KiB or 8 larger ones ahead: 8 KiB of lines and
- * 64 + 256 KiB of slots, which stay in a core's L2. */
+ * call's flag, and its payload up to 56 bytes), 32 slots for payloads up
+ * to 2 KiB, and slots for payloads up to 32 KiB.  These fill a window as
+ * the areas' places do (GCOLL_SHM_WINDOW over the rank's peers: 64 slots
+ * at 2 ranks, at least 8), so a slot is written again only after each
+ * reader has read megabytes since.  Writers run up to 64 calls of 56
+ * bytes, 32 of 2 KiB, or as many larger ones as there are slots (at most
+ * 64) ahead. */
 #define GCOLL_SHM_RING_LINES 64
 #define GCOLL_SHM_RING_MID   32
 #define GCOLL_SHM_RING_MID_SLOT (2u << 10)
-#define GCOLL_SHM_RING_DEPTH 8
+#define GCOLL_SHM_RING_DEPTH_MIN 8
 #define GCOLL_SHM_RING_SLOT  (32u << 10)
 
 /* Elements of a fold go in blocks of this many bytes: accumulator and
@@ -114,7 +117,7 @@ typedef struct {
     gcoll_shm_line_t done;
     gcoll_shm_line_t line[GCOLL_SHM_RING_LINES];
     unsigned char    mid[GCOLL_SHM_RING_MID][GCOLL_SHM_RING_MID_SLOT];
-    unsigned char    slot[GCOLL_SHM_RING_DEPTH][GCOLL_SHM_RING_SLOT];
+    unsigned char    slot[];    /* ring_depth slots of GCOLL_SHM_RING_SLOT bytes */
 } gcoll_shm_ring_t;
 
 
@@ -157,6 +160,7 @@ struct gcoll_shm {
     size_t            region;      /* bytes per rank: 2 windows + ring, page aligned */
     gcoll_shm_place_t place;       /* where the op in progress puts its data */
     size_t            ring_off;    /* offset of the ring in a region */
+    size_t            ring_depth;  /* its slots of GCOLL_SHM_RING_SLOT bytes */
     uint64_t          ring_seq;    /* ring ops started (the same on every rank) */
     gcoll_shm_ring_wait_t ring_wait;  /* of the ring op in progress, if blocked */
     uint64_t         *ring_seen;   /* [size]: each rank's ring `done` as a writer

@@ -12,23 +12,32 @@
  * numbers everywhere: collectives start in the same order on every rank).
  * Ring op s is announced in line (s - 1) mod L of each writer's ring, and
  * its payload travels in that line (up to 56 bytes), or in slot (s - 1) mod
- * K of the slots of its size class (K slots of 2 KiB, or of 32 KiB), where
- * the lag K of an inline payload is L.  Two rules, with flags as in the
- * step protocol (release stores, acquire loads, futex sleepers):
+ * K of the slots of its size class (K = 32 slots of 2 KiB, or K slots of
+ * 32 KiB set by the segment's size, shm_int.h), where K of an inline
+ * payload is L.
+ * Its lag is D = min(K, L).  Two rules, with flags as in the step protocol
+ * (release stores, acquire loads, futex sleepers):
  *
  *   write   before writing its payload for op s, a writer waits until every
- *           other rank's `done` >= s - K, then copies the payload and
+ *           other rank's `done` >= s - D, then copies the payload and
  *           stores the line's flag = s;
  *   read    a reader of op s waits until the writer's line flag >= s, reads
  *           the payload;
  *
  * and every rank stores its `done` = s when it has finished op s.  The
- * memory op s writes was last used by op s - K or earlier (a line, by
- * s - L <= s - K; a slot of its class, by s - K or before, ops of other
- * classes leaving it alone), which every rank had finished, so a reader
- * never sees a payload change under it; a line's flag only grows, so a
- * stale flag (an older op) is never taken for op s.  Writers thus run up
- * to K ops ahead of the slowest rank.
+ * memory op s writes was last used by op s - D or earlier (a line, by
+ * s - L <= s - D; a slot of its class, by s - K <= s - D or before, ops of
+ * other classes leaving it alone), which every rank had finished, so a
+ * reader never sees a payload change under it; a line's flag only grows,
+ * so a stale flag (an older op) is never taken for op s.  Writers thus run
+ * up to D ops ahead of the slowest rank.  The 32 KiB slots span a window
+ * (2 ranks: 64 of them, 2 MiB), so that one is rewritten only after
+ * megabytes of other payloads: a store to a line that a reader still holds
+ * from its last read costs a round trip to that reader's core (shm_coll.c,
+ * "Where an op puts its data"); 32 KiB bcasts took 3.9-4.1 µs with 8 such
+ * slots and 1.3-1.6 with 64 at 2 ranks.  Not the 2 KiB ones: spread over
+ * 512 KiB they made 1 KiB bcasts 25% slower (a new page, so a TLB miss, on
+ * every other call), and their 64 KiB are rewritten at most every 32 calls.
  * The ring shares nothing with the step protocol (other memory, other
  * counters), so ring ops and step ops mix in any order: each keeps the
  * order of its own kind, and every rank runs the collectives in one order.
@@ -39,16 +48,20 @@
 #include "base/copy.h"
 #include "base/coll_kind.h"
 
-_Static_assert(GCOLL_SHM_RING_MID <= GCOLL_SHM_RING_LINES &&
-               GCOLL_SHM_RING_DEPTH <= GCOLL_SHM_RING_LINES, "a slot lags no more than its line");
-
 static int ring_line(uint64_t seq) { return (int)((seq - 1) % GCOLL_SHM_RING_LINES); }
 
-/* The lag K of op o's size class. */
-static uint64_t ring_lag(const gcoll_shm_op_t *o)
+/* The slots K of op o's size class (an inline payload's: the lines). */
+static uint64_t ring_slots(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (o->bytes <= GCOLL_SHM_INLINE) return GCOLL_SHM_RING_LINES;
-    return o->bytes <= GCOLL_SHM_RING_MID_SLOT ? GCOLL_SHM_RING_MID : GCOLL_SHM_RING_DEPTH;
+    return o->bytes <= GCOLL_SHM_RING_MID_SLOT ? GCOLL_SHM_RING_MID : shm->ring_depth;
+}
+
+/* Its lag D = min(K, L): the line is reused after L ring ops. */
+static uint64_t ring_lag(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    uint64_t k = ring_slots(shm, o);
+    return k < GCOLL_SHM_RING_LINES ? k : GCOLL_SHM_RING_LINES;
 }
 
 /* A bcast's root and a reduce's non-roots write; the others read. */
@@ -65,7 +78,7 @@ static int ring_writes(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 static gcoll_shm_ring_wait_t ring_need(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (ring_writes(shm, o)) {
-        uint64_t lag = o->waiting ? ring_lag(o) / 2 : ring_lag(o);
+        uint64_t lag = o->waiting ? ring_lag(shm, o) / 2 : ring_lag(shm, o);
         if (o->seq <= lag) return (gcoll_shm_ring_wait_t){ GCOLL_SHM_RING_NONE, -1, 0 };
         return (gcoll_shm_ring_wait_t){ GCOLL_SHM_RING_FREE, -1, o->seq - lag };
     }
@@ -94,9 +107,10 @@ int gcoll_shm_ring_late(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w, 
 static unsigned char *ring_payload(const gcoll_shm_t *shm, int j, const gcoll_shm_op_t *o)
 {
     gcoll_shm_ring_t *ring = gcoll_shm_ring(shm, j);
-    uint64_t k = (o->seq - 1) % ring_lag(o);
+    uint64_t k = (o->seq - 1) % ring_slots(shm, o);
     if (o->bytes <= GCOLL_SHM_INLINE) return ring->line[k].data;
-    return o->bytes <= GCOLL_SHM_RING_MID_SLOT ? ring->mid[k] : ring->slot[k];
+    if (o->bytes <= GCOLL_SHM_RING_MID_SLOT) return ring->mid[k];
+    return ring->slot + k * GCOLL_SHM_RING_SLOT;
 }
 
 void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o)

@@ -78,7 +78,11 @@ static void shm_layout(gcoll_shm_t *shm)
     size_t peers   = shm->size > 1 ? (size_t)shm->size - 1 : 1, w = GCOLL_SHM_WINDOW / 2 / peers;
     shm->window    = round_up(w > shm->area ? w : shm->area, page);
     shm->ring_off  = round_up(2 * shm->window, GCOLL_SHM_LINE);
-    shm->region    = round_up(shm->ring_off + sizeof(gcoll_shm_ring_t), page);
+    /* the ring's large slots fill a window too (shm_int.h) */
+    shm->ring_depth = GCOLL_SHM_WINDOW / 2 / peers / GCOLL_SHM_RING_SLOT;
+    if (shm->ring_depth < GCOLL_SHM_RING_DEPTH_MIN) shm->ring_depth = GCOLL_SHM_RING_DEPTH_MIN;
+    shm->region    = round_up(shm->ring_off + sizeof(gcoll_shm_ring_t) +
+                              shm->ring_depth * GCOLL_SHM_RING_SLOT, page);
     size_t ctrl    = round_up((size_t)shm->size * sizeof(gcoll_shm_ctrl_t), page);
     shm->map_bytes = ctrl + (size_t)shm->size * shm->region;
 }

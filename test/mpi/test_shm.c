@@ -379,9 +379,9 @@ static void run_back_to_back(void)
 }
 
 /* The ring of small rooted collectives (shm_ring.c): writers run up to
- * GCOLL_SHM_RING_LINES calls of up to 56 bytes, GCOLL_SHM_RING_MID of up to
- * 2 KiB, or GCOLL_SHM_RING_DEPTH larger ones, ahead of a late reader, and
- * no further.  The
+ * GCOLL_SHM_RING_LINES calls ahead of a late reader, or as many as the
+ * size class has slots where that is fewer (GCOLL_SHM_RING_MID of up to
+ * 2 KiB, shm->ring_depth larger ones), and no further.  The
  * late rank sleeps 300 ms; the ring's first DEPTH calls must not wait for
  * it, the next one must, and every call must deliver its own payload
  * (a writer that ran further ahead would overwrite an unread slot). */
@@ -403,8 +403,9 @@ static void ring_check(const char *what, const unsigned char *b, size_t bytes, i
 
 static int ring_depth(size_t bytes)
 {
-    if (bytes <= 56) return GCOLL_SHM_RING_LINES;
-    return bytes <= GCOLL_SHM_RING_MID_SLOT ? GCOLL_SHM_RING_MID : GCOLL_SHM_RING_DEPTH;
+    size_t k = bytes <= 56 ? GCOLL_SHM_RING_LINES
+               : bytes <= GCOLL_SHM_RING_MID_SLOT ? GCOLL_SHM_RING_MID : shm->ring_depth;
+    return k < GCOLL_SHM_RING_LINES ? (int)k : GCOLL_SHM_RING_LINES;
 }
 
 static void ring_bcast_ahead(size_t bytes, int root)
@@ -516,9 +517,31 @@ static void ring_mixed(void)
     }
 }
 
+/* Many more ring bcasts of one class than it has slots, back to back (the
+ * root runs ahead as far as the flow rule lets it): each slot is reused
+ * several times and every call delivers its own payload. */
+static void ring_wrap(size_t bytes, size_t slots)
+{
+    size_t calls = 3 * slots + 5;
+    unsigned char *buf = xmalloc(bytes);
+    char what[64];
+    snprintf(what, sizeof(what), "ring bcast %zu B over %zu slots", bytes, slots);
+    for (size_t c = 0; c < calls; c++) {
+        int root = (int)(c / 7) % size;
+        if (rank == root) ring_fill(buf, bytes, (int)c);
+        else memset(buf, 0, bytes);
+        gcoll_status_t st = gcoll_shm_bcast(shm, buf, bytes, root);
+        if (st) FAIL("%s call %zu: %s", what, c, gcoll_last_error());
+        ring_check(what, buf, bytes, (int)c);
+    }
+    free(buf);
+}
+
 static void run_ring(void)
 {
     if (size < 2) return;
+    ring_wrap(GCOLL_SHM_RING_MID_SLOT, GCOLL_SHM_RING_MID);
+    ring_wrap(20000, shm->ring_depth);
     size_t bytes[] = { 8, 56, 57, GCOLL_SHM_RING_MID_SLOT, GCOLL_SHM_RING_MID_SLOT + 1, 20000,
                        GCOLL_SHM_RING_SLOT };
     for (size_t b = 0; b < NELEMS(bytes); b++) ring_bcast_ahead(bytes[b], (int)b % size);
