@@ -155,11 +155,10 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "0: collectives on gcoll_mem_alloc buffers copy through the node's segment like any other "
       "(zero-copy off); agreed per node at gcoll_comm_create",
       parse_bool, FIELD(zcopy) },
-    { "GCOLL_SHM_CMA", "0",
-      "1: a large allgather, bcast or reduce on one node reads each block from the peer's "
-      "buffer by process_vm_readv (one copy, a system call per block) instead of copying it "
-      "through the segment (two copies); off by default, as the copying forms were 1.3-4x "
-      "faster where measured; agreed per node at gcoll_comm_create",
+    { "GCOLL_SHM_CMA", "1",
+      "0: a large reduce on one node copies every input through the segment instead of each "
+      "rank reading its slice of the peers' inputs by process_vm_readv; agreed per node at "
+      "gcoll_comm_create",
       parse_bool, FIELD(shm_cma) },
     { "GCOLL_FAULT_ALLOC", "",
       "testing only: RANK:N makes the N-th heap allocation of libgcoll on world rank RANK fail "

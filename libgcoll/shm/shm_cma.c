@@ -1,38 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Single-copy allgather, bcast and reduce by CMA (shm_cma.h).
+/* Single-copy reduce by CMA (shm_cma.h).
  *
- * Phases of SHM_FORM_CMA (P ranks, W pieces of the largest block; a bcast:
- * the root publishes its buffer, the others read it):
+ * A reduce splits the vector into P slices (the blocks of an allgather)
+ * and rank j reduces slice j, W pieces of 1 MiB of the largest slice:
  *
- *   phase 0      publish the address of my block, my source buffer, in my
- *                flag's inline line, behind the word the zero-copy
- *                negotiation reads.  Not its copy in my result (the op's
- *                start made one): the peers' reads would pull those lines
- *                into their caches, and my next call's copy would pay to
- *                take them back (64 KiB blocks, 2 ranks: 14.6 against 10.5
- *                µs for the copying form; 7.3 reading the source)
- *   phase 1      read every peer's address; then, as phases 1..W, piece
- *                t - 1 (1 MiB) of every peer's block straight into my
- *                result: one process_vm_readv per peer and piece
+ *   phase 0      every rank publishes the address of its input (the root
+ *                its result buffer too) in its flag's inline line, behind
+ *                the word the zero-copy negotiation reads
+ *   phase 1..W   rank j reads the peers' addresses (phase 1), then, 128 KiB at
+ *                a time, that part of slice j from every peer's input into
+ *                its scratch (L2-sized, so the fold reads it from cache),
+ *                folds the P inputs in rank order (the copying form's
+ *                order: the same bits), and writes the result into the
+ *                root's buffer: the root by a store, the others by one
+ *                process_vm_writev
  *   last (W+1)   nothing: its step tells every rank that nobody reads its
  *                buffer any more, so it may return (and reuse it)
  *
- * A reduce splits the vector into P slices (the blocks of an allgather)
- * and rank j reduces slice j: in phase 0 every rank publishes its input,
- * the root its result buffer too; in phases 1..W rank j reads, 128 KiB at
- * a time, that part of slice j from every peer's input into its scratch
- * (L2-sized, so the fold reads it from cache), folds the P inputs in rank
- * order (the copying form's order: the same bits), and writes the result
- * into the root's buffer: the root by a store, the others by one
- * process_vm_writev.  Every rank moves 1/P of the data, where the
+ * Every rank moves 1/P of the data, where the
  * copying pipeline copies each input into the segment, and the root copies
  * the reduced slices out of it again (2 ranks, 1-16 MiB: 1.4-1.6x faster;
  * pieces of 32 KiB were 15-25% slower from 512 KiB, 512 KiB ones 10-30%
  * at 1-8 MiB; docs/design.md "Single copy by CMA").
  *
- * Only the block's owner writes it, in every buffer, so in-place calls are
- * safe (a reduce's slice j of the root's buffer: rank j reads it, then
- * writes it).  The peers' process ids are exchanged once, at set-up. */
+ * Only slice j's reducer writes it, so in-place calls are safe (rank j
+ * reads slice j of the root's buffer, then writes it).  The peers'
+ * process ids are exchanged once, at set-up. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -49,9 +42,8 @@
 #include "shm/shm_cma.h"
 #include "shm/shm_int.h"
 #include "algos/peers.h"
-#include "base/coll_kind.h"
 
-#define CMA_PIECE   (1u << 20)   /* bytes of each block per work phase */
+#define CMA_PIECE   (1u << 20)   /* bytes of each slice per work phase */
 #define CMA_ADDR_AT 8            /* the address's place in the inline line */
 #define CMA_DST_AT  16           /* a reduce root's result buffer */
 #define CMA_RED_PIECE (128u << 10) /* a reduce's bytes per read and fold (in L2) */
@@ -59,7 +51,6 @@
 _Static_assert(CMA_DST_AT + sizeof(uint64_t) <= GCOLL_SHM_INLINE, "addresses fit the line");
 
 struct gcoll_shm_cma {
-    int      bcast;   /* bcasts take it too (not oversubscribed) */
     pid_t   *pid;     /* [P] every rank's process id */
     uint64_t *addr;   /* [P] the current op's block addresses, read in phase 1 */
     uint64_t root_dst; /* a reduce's result buffer at the root */
@@ -88,7 +79,7 @@ static int cma_read_word(pid_t pid, uint64_t addr, uint64_t want, char *why, siz
     return 0;
 }
 
-void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm, int oversubscribed)
+void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
 {
     int P = shm->size, ok = shm->cfg->shm_cma != 0, all_ok = 0;
     char why[256] = "GCOLL_SHM_CMA=0";
@@ -121,13 +112,11 @@ void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm, int oversubscribe
     }
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, node_comm) != MPI_SUCCESS) all_ok = 0;
     if (all_ok) {
-        c->bcast = !oversubscribed;
-        gcoll_info("shm: single-copy allgather%s on (CMA: ranks read each other's memory)",
-                   c->bcast ? " and bcast" : "");
+        gcoll_info("shm: single-copy reduce on (CMA: ranks read each other's memory)");
         shm->cma = c;
         return;
     }
-    gcoll_info("shm: single-copy allgather off, blocks go through the segment: %s",
+    gcoll_info("shm: single-copy reduce off, inputs go through the segment: %s",
                ok ? "another local rank cannot read its peers' memory" : why);
     shm->cma = c;
     gcoll_shm_cma_destroy(shm);
@@ -144,12 +133,9 @@ void gcoll_shm_cma_destroy(gcoll_shm_t *shm)
     shm->cma = NULL;
 }
 
-int gcoll_shm_cma_takes(const gcoll_shm_t *shm, int coll, size_t bytes)
+int gcoll_shm_cma_takes(const gcoll_shm_t *shm, size_t bytes)
 {
-    if (!shm->cma) return 0;
-    if (coll == GCOLL_COLL_BCAST) return shm->cma->bcast && bytes < GCOLL_SHM_CMA_BCAST_MAX;
-    if (coll == GCOLL_COLL_REDUCE) return bytes / (size_t)shm->size >= GCOLL_SHM_CMA_REDUCE_SLICE;
-    return bytes >= GCOLL_SHM_CMA_MIN;
+    return shm->cma && bytes / (size_t)shm->size >= GCOLL_SHM_CMA_REDUCE_SLICE;
 }
 
 size_t gcoll_shm_cma_pieces(size_t block) { return block ? (block + CMA_PIECE - 1) / CMA_PIECE : 1; }
@@ -177,12 +163,6 @@ static int cma_move(pid_t pid, int write, unsigned char *mine, uint64_t theirs, 
     return 1;
 }
 
-/* Bytes [s, s + n) of rank j's block into mine; 0 on failure. */
-static int cma_read(const struct gcoll_shm_cma *c, int j, unsigned char *to, size_t s, size_t n)
-{
-    return cma_move(c->pid[j], 0, to + s, c->addr[j] + s, n);
-}
-
 /* Phase 0's address: mine in my line; phase 1 reads every rank's. */
 static void cma_publish(gcoll_shm_t *shm, const void *p, size_t at)
 {
@@ -195,9 +175,8 @@ static void cma_gather_addrs(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     int rp = gcoll_shm_rpar(shm);
     for (int j = 0; j < shm->size; j++)
         memcpy(&shm->cma->addr[j], gcoll_shm_inline(shm, j, rp) + CMA_ADDR_AT, sizeof(uint64_t));
-    if (o->coll == GCOLL_COLL_REDUCE)
-        memcpy(&shm->cma->root_dst, gcoll_shm_inline(shm, o->root, rp) + CMA_DST_AT,
-               sizeof(uint64_t));
+    memcpy(&shm->cma->root_dst, gcoll_shm_inline(shm, o->root, rp) + CMA_DST_AT,
+           sizeof(uint64_t));
 }
 
 /* Input j of a reduce's piece [at, at + m): mine, or read into `to`. */
@@ -246,36 +225,11 @@ static void cma_reduce_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
         o->failed = 1;
 }
 
-/* Piece i of every block this rank reads: the root's buffer (bcast), or
- * every peer's block, from the next rank on to spread the readers over
- * the owners (allgather). */
-static void cma_read_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
-{
-    const struct gcoll_shm_cma *c = shm->cma;
-    int me = shm->rank, P = shm->size;
-    size_t s = i * (size_t)CMA_PIECE;
-    if (o->coll == GCOLL_COLL_BCAST) {
-        if (me != o->root && o->bytes > s &&
-            !cma_read(c, o->root, o->dst, s, min_sz(CMA_PIECE, o->bytes - s)))
-            o->failed = 1;
-        return;
-    }
-    for (int k = 1; k < P && !o->failed; k++) {
-        int j = (me + k) % P;
-        size_t bytes = gcoll_block_len(o->count, P, j) * o->dts;
-        if (bytes > s && !cma_read(c, j, o->dst + gcoll_block_off(o->count, P, j) * o->dts, s,
-                                   min_sz(CMA_PIECE, bytes - s)))
-            o->failed = 1;
-    }
-}
-
 void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
-    if (o->t == 0) {   /* the root's buffer, or my source (in place: my block in dst) */
-        if (o->coll != GCOLL_COLL_BCAST) cma_publish(shm, o->src, CMA_ADDR_AT);
-        else if (shm->rank == o->root) cma_publish(shm, o->dst, CMA_ADDR_AT);
-        if (o->coll == GCOLL_COLL_REDUCE && shm->rank == o->root)
-            cma_publish(shm, o->dst, CMA_DST_AT);
+    if (o->t == 0) {   /* my input; the root's result buffer */
+        cma_publish(shm, o->src, CMA_ADDR_AT);
+        if (shm->rank == o->root) cma_publish(shm, o->dst, CMA_DST_AT);
         return;
     }
     if (o->t == o->last) {
@@ -283,6 +237,5 @@ void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         return;
     }
     if (o->t == 1) cma_gather_addrs(shm, o);
-    if (o->coll == GCOLL_COLL_REDUCE) cma_reduce_piece(shm, o, o->t - 1);
-    else cma_read_piece(shm, o, o->t - 1);
+    cma_reduce_piece(shm, o, o->t - 1);
 }

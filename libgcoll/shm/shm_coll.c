@@ -50,10 +50,10 @@
  * 1 MiB slices instead of 256 KiB, streaming stores into the shared slots,
  * an L1 accumulator streamed to both res and dst, CLDEMOTE of the slots
  * after writing them (2x slower), and CMA (process_vm_readv/writev) single
- * copy: its kernel copies ran at ~4 GB/s there (docs/design.md).  The
- * allgather, bcast and reduce can take CMA (shm_cma.c, GCOLL_SHM_CMA=1);
- * off by default: with the window places the copying forms below were
- * 1.3-4x faster than it on the Zen 4 guest.  The allgather's and the
+ * copy: its kernel copies ran at ~4 GB/s there (docs/design.md).  Large
+ * reduces take CMA (shm_cma.c); allgathers and bcasts no longer do: with
+ * the window places the copying forms beat it on the Zen 4 guest in both
+ * of its states (docs/design.md, "Single copy by CMA").  The allgather's and the
  * bcast's copy-outs stream results from GCOLL_SHM_NT_MIN, as the allreduce
  * does (Zen 4 guest: allgather 8-32 MiB blocks 1.1-1.3x, bcast 16-64 MiB
  * 1.4-2x faster).
@@ -528,7 +528,7 @@ enum {
     SHM_FORM_RS,
     SHM_FORM_AG,
     SHM_FORM_BCAST,
-    SHM_FORM_CMA,        /* allgather / bcast, single copy (shm_cma.c) */
+    SHM_FORM_CMA,        /* reduce, single copy (shm_cma.c) */
     SHM_FORM_BARRIER,
     SHM_FORM_RING,       /* small bcast / reduce through the ring (shm_ring.c) */
     SHM_FORM_ZC          /* zero-copy negotiation, then its forms (shm_zcopy.c) */
@@ -748,7 +748,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         gcoll_shm_ring_start(shm, o);
         return GCOLL_SUCCESS;
     }
-    if (o->coll == GCOLL_COLL_REDUCE && gcoll_shm_cma_takes(shm, GCOLL_COLL_REDUCE, o->bytes)) {
+    if (o->coll == GCOLL_COLL_REDUCE && gcoll_shm_cma_takes(shm, o->bytes)) {
         o->form = SHM_FORM_CMA;   /* every rank reduces its slice of the peers' inputs */
         o->last = gcoll_shm_cma_pieces(gcoll_block_len(o->count, shm->size, 0) * o->dts) + 1;
         return GCOLL_SUCCESS;
@@ -816,11 +816,6 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->bytes = o->count * o->dts;
     o->nt    = o->bytes >= GCOLL_SHM_NT_MIN;   /* the result bypasses the caches */
     if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
-    if (gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, maxlen)) {   /* peers read src straight */
-        o->form = SHM_FORM_CMA;
-        o->last = gcoll_shm_cma_pieces(maxlen) + 1;
-        return GCOLL_SUCCESS;
-    }
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
     o->tiny  = maxlen <= GCOLL_SHM_INLINE;
@@ -841,11 +836,6 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     if (o->bytes <= GCOLL_SHM_RING_SLOT) {
         o->form = SHM_FORM_RING;
         gcoll_shm_ring_start(shm, o);
-        return GCOLL_SUCCESS;
-    }
-    if (gcoll_shm_cma_takes(shm, GCOLL_COLL_BCAST, o->bytes)) {   /* non-roots read the root's */
-        o->form = SHM_FORM_CMA;
-        o->last = gcoll_shm_cma_pieces(o->bytes) + 1;
         return GCOLL_SUCCESS;
     }
     o->sub  = shm->area;

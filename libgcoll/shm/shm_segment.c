@@ -226,7 +226,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes", s->map_bytes, s->size,
                s->slice);
     gcoll_shm_zc_setup(shm, node_comm);
-    gcoll_shm_cma_setup(shm, node_comm, s->spin_limit == SPIN_OVERSUBSCRIBED);
+    gcoll_shm_cma_setup(shm, node_comm);
     *out = shm;
     return GCOLL_SUCCESS;
 err:

@@ -13,15 +13,11 @@
 # failed, 77 if mpirun is missing, 99 if test_shm is not built.
 # Environment: MPIRUN (default mpirun), GCOLL_TEST_TIMEOUT (seconds per job,
 # default 300), MPIRUN_FLAGS (extra flags), GCOLL_TEST_EXPECT_CMA (1: fail if
-# the single-copy allgather is off; default 1 where Yama's ptrace_scope is 0
+# the single-copy reduce is off; default 1 where Yama's ptrace_scope is 0
 # or absent and GCOLL_SHM_CMA is not 0; set 0 in a container whose seccomp
 # forbids process_vm_readv).
 set -u
 
-# The single copy is off by default (GCOLL_SHM_CMA=0); test_shm turns it on
-# for its main segment so that its forms stay checked (it makes a copying
-# segment beside it).
-export GCOLL_SHM_CMA=${GCOLL_SHM_CMA:-1}
 scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
 if [ "$scope" = 0 ] && [ "${GCOLL_SHM_CMA:-1}" != 0 ]; then cma_allowed=1; else cma_allowed=0; fi
 export GCOLL_TEST_EXPECT_CMA=${GCOLL_TEST_EXPECT_CMA:-$cma_allowed}

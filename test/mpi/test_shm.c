@@ -718,8 +718,8 @@ static void run_write_ways(void)
     static const int ways[] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
     int saved = cfg.shm_stream;
     unsigned seed = 7000;
-    /* On a segment without the single-copy allgather (GCOLL_SHM_CMA=0),
-     * whose large allgathers copy through the segment and so choose a way. */
+    /* On a segment without the single-copy reduce (GCOLL_SHM_CMA=0), whose
+     * large reduces copy through the segment and so choose a way. */
     gcoll_shm_t *main_shm = shm, *copying = NULL;
     int saved_cma = cfg.shm_cma;
     cfg.shm_cma = 0;
@@ -761,7 +761,7 @@ static void run_write_ways(void)
     cfg.shm_stream = saved;
     run_nt_results(&seed);
     if (gcoll_shm_cma_calls(copying))
-        FAIL("a segment made with GCOLL_SHM_CMA=0 ran %llu single-copy allgathers",
+        FAIL("a segment made with GCOLL_SHM_CMA=0 ran %llu single copies",
              (unsigned long long)gcoll_shm_cma_calls(copying));
     gcoll_shm_destroy(copying);
     shm = main_shm;
@@ -790,13 +790,6 @@ static void single_copy_reduces(int on, unsigned *seed)
             }
 }
 
-/* The single copy (shm_cma.c) on the main segment: every allgather whose
- * largest block reaches GCOLL_SHM_CMA_MIN takes it, every bcast past the
- * ring below GCOLL_SHM_CMA_BCAST_MAX, and every reduce whose slices reach
- * GCOLL_SHM_CMA_REDUCE_SLICE; the others copy; the results match MPI's
- * either way.  run_shm.sh sets
- * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
- * (no Yama restriction), so a probe that wrongly says no fails here. */
 /* An allreduce started with flags and run to the end (a busy loop, as
  * check_way); its pipeline chunks in *chunks (0: the one-step form). */
 static void allreduce_flags(size_t n, gcoll_dtype_t dt, gcoll_op_t op, int inplace,
@@ -887,50 +880,26 @@ static void run_places(void)
     }
 }
 
+/* The single copy (shm_cma.c) on the main segment: every reduce whose
+ * slices reach GCOLL_SHM_CMA_REDUCE_SLICE takes it, no allgather or bcast
+ * does; the results match MPI's either way.  run_shm.sh sets
+ * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
+ * (no Yama restriction), so a probe that wrongly says no fails here. */
 static void run_single_copy(void)
 {
-    int on = gcoll_shm_cma_takes(shm, GCOLL_COLL_ALLGATHER, SIZE_MAX);
+    int on = gcoll_shm_cma_takes(shm, SIZE_MAX);
     const char *expect = getenv("GCOLL_TEST_EXPECT_CMA");
     if (size > 1 && !on && expect && !strcmp(expect, "1"))
-        FAIL("the single-copy allgather is off, and this machine allows it (see the INFO log)");
-    if (rank == 0 && size > 1 && !on) printf("test_shm: single-copy allgather off here\n");
-    /* elements of 4 B: largest block just under the limit, at it, and
-     * over 1 MiB (two pieces at 2 ranks), not divisible by the ranks */
-    size_t under = (GCOLL_SHM_CMA_MIN / 4 - 1) * (size_t)size, at = (GCOLL_SHM_CMA_MIN / 4) * (size_t)size;
-    size_t elems[] = { under, at, at + 1, (1u << 20) + 3, (1u << 19) * (size_t)size + 7 };
-    int takes[] = { 0, 1, 1, 1, 1 };
+        FAIL("the single-copy reduce is off, and this machine allows it (see the INFO log)");
+    if (rank == 0 && size > 1 && !on) printf("test_shm: single-copy reduce off here\n");
+    /* allgathers and bcasts copy through the segment at every size */
     unsigned seed = 9000;
-    for (size_t c = 0; c < NELEMS(elems); c++)
-        for (int ip = 0; ip < 2; ip++) {
-            uint64_t before = gcoll_shm_cma_calls(shm);
-            test_allgather(elems[c], 4, ip, seed++);
-            uint64_t want = before + (size > 1 && on && takes[c]);
-            if (gcoll_shm_cma_calls(shm) != want)
-                FAIL("allgather of %zu x 4 B%s: %llu single-copy calls, want %llu", elems[c],
-                     ip ? " in place" : "", (unsigned long long)gcoll_shm_cma_calls(shm),
-                     (unsigned long long)want);
-        }
-    /* bcasts past the ring, below GCOLL_SHM_CMA_BCAST_MAX (two pieces just
-     * under it), and at it, where the copying form takes over */
-    size_t bytes[] = { GCOLL_SHM_RING_SLOT + 1, 65537, GCOLL_SHM_CMA_BCAST_MAX - 1,
-                       GCOLL_SHM_CMA_BCAST_MAX };
-    int btakes[] = { 1, 1, 1, 0 }, bon = gcoll_shm_cma_takes(shm, GCOLL_COLL_BCAST, 65537);
-    cpu_set_t mine, all;   /* the CPUs the ranks may run on, as the segment counts them */
-    CPU_ZERO(&mine);
-    sched_getaffinity(0, sizeof(mine), &mine);
-    MPI_Allreduce(&mine, &all, (int)sizeof(all), MPI_UNSIGNED_CHAR, MPI_BOR, MPI_COMM_WORLD);
-    if (on && bon != (size <= CPU_COUNT(&all)))
-        FAIL("single-copy bcast %s with %d ranks on %d CPUs", bon ? "on" : "off", size,
-             CPU_COUNT(&all));
-    for (size_t b = 0; b < NELEMS(bytes); b++)
-        for (int root = 0; root < size; root += size > 1 ? size - 1 : 1) {
-            uint64_t before = gcoll_shm_cma_calls(shm);
-            test_bcast(bytes[b], root, seed++);
-            uint64_t want = before + (size > 1 && bon && btakes[b]);
-            if (gcoll_shm_cma_calls(shm) != want)
-                FAIL("bcast of %zu B from %d: %llu single-copy calls, want %llu", bytes[b], root,
-                     (unsigned long long)gcoll_shm_cma_calls(shm), (unsigned long long)want);
-        }
+    uint64_t before = gcoll_shm_cma_calls(shm);
+    for (int ip = 0; ip < 2; ip++) test_allgather((1u << 19) * (size_t)size + 7, 4, ip, seed++);
+    test_bcast((1u << 20) + 1, size - 1, seed++);
+    if (gcoll_shm_cma_calls(shm) != before)
+        FAIL("allgathers and bcasts ran %llu single copies (they copy through the segment)",
+             (unsigned long long)(gcoll_shm_cma_calls(shm) - before));
     single_copy_reduces(on, &seed);
 }
 
