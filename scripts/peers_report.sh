@@ -15,6 +15,10 @@
 #   3. launches alternated: every implementation once per round (each
 #      round starting one further along the list), --rounds times, per rank
 #      count, so the machine's drift between minutes reaches all alike;
+#      before and after each launch bench/peers/state_probe.c times what a
+#      cache line written by one core costs on another, so that a launch
+#      that met another machine (a guest whose vCPUs the host moved
+#      between CCDs) shows as such in the report;
 #   4. scripts/peers_summary.py: markdown tables (medians over rounds, and
 #      the median of the per-round ratios), CSV, JSON and a PNG per
 #      collective and rank count, all under --out.
@@ -284,6 +288,12 @@ for impl in ${impls//,/ }; do
     fi
 done
 [ ${#ran_impls[@]} -gt 0 ] || die "no implementation could be built"
+# the state probe, run before and after each launch (bench/peers/state_probe.c)
+probe=$out/bin/state_probe
+if ! cc -O2 -pthread -o "$probe" "$top/bench/peers/state_probe.c" >"$out/bin/build-probe.log" 2>&1; then
+    log "the state probe did not compile (see $out/bin/build-probe.log): launches run without it"
+    probe=
+fi
 
 # recorded for the summary: what was asked, what was skipped and why
 {
@@ -310,10 +320,18 @@ for np in ${ranks_list//,/ }; do
             launch_cmd "$impl" "$np"
             printf '%s\n' "${cmd[*]}" >>"$out/commands.txt"
             log "ranks $np, round $r/$rounds, $impl ($((k + 1))/$n)"
+            before=
+            [ -n "$probe" ] && before=$("$probe")
             t0=$(date +%s)
             timeout -k 10 "$launch_timeout" "${cmd[@]}" >"$base.txt" 2>"$base.err" </dev/null
             rc=$?
             t1=$(date +%s)
+            if [ -n "$probe" ]; then
+                after=$("$probe")
+                printf '%s\n%s\n' "${before/#\# probe/# probe when=before}" \
+                    "${after/#\# probe/# probe when=after}" >>"$base.txt"
+                log "  state probe: ${before#\# probe } / ${after#\# probe }"
+            fi
             rows=$(grep -c '^peer ' "$base.txt")
             if [ "$rc" != 0 ]; then
                 log "  $impl exited $rc after $((t1 - t0)) s with $rows rows (see $base.err)"

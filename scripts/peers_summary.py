@@ -53,8 +53,9 @@ def read_meta(out):
 
 
 def read_raw(out):
-    """Rows, the library each impl reported, and launches that failed."""
-    rows, libs, failures = [], {}, []
+    """Rows, the library each impl reported, launches that failed, and the
+    state probes beside each launch ({(ranks, round, impl): {when: kv}})."""
+    rows, libs, failures, probes = [], {}, [], {}
     name = re.compile(r"np(\d+)_r(\d+)_(\w+)\.txt$")
     for path in sorted(glob.glob(os.path.join(out, "raw", "np*_r*_*.txt"))):
         m = name.search(path)
@@ -81,10 +82,13 @@ def read_raw(out):
                     if "lib" in kv:
                         lib = "%s over %s" % (kv["lib"], lib)
                     libs[impl] = lib
+                elif line.startswith("# probe when="):
+                    kv = parse_kv(line[2:])
+                    probes.setdefault((ranks, rnd, impl), {})[kv.get("when")] = kv
                 elif line.startswith("# exit="):
                     failures.append({"impl": impl, "ranks": ranks, "round": rnd,
                                      "exit": int(line.split("=", 1)[1]), "rows": n})
-    return rows, libs, failures
+    return rows, libs, failures, probes
 
 
 def fmt(v):
@@ -154,7 +158,14 @@ def table(header, lines):
     return "\n".join(out)
 
 
-def report(meta, skipped, libs, failures, summary, impls):
+def probe_cell(p):
+    """'before / after' µs of the dirty 32 KiB transfer, '–' without a probe."""
+    if not p:
+        return "–"
+    return " / ".join(p[w].get("dirty32k_us", "?") if w in p else "?" for w in ("before", "after"))
+
+
+def report(meta, skipped, libs, failures, summary, impls, probes):
     p = print
     p("# Peer report\n")
     p("Command: `%s`  " % meta.get("command", "scripts/peers_report.sh"))
@@ -218,6 +229,13 @@ def report(meta, skipped, libs, failures, summary, impls):
                              if i in cells and r in cells[i].by_round else "–" for i in impls]
                  for r in rnds]
         p(table(["round"] + [LABELS[i] for i in impls], lines) + "\n")
+        if any(k[0] == ranks for k in probes):
+            p("State probe beside each launch at %d ranks (bench/peers/state_probe.c): µs to "
+              "copy 32 KiB that the other core just wrote, before / after the launch; "
+              "launches that met different values met different machines:\n" % ranks)
+            lines = [[str(r)] + [probe_cell(probes.get((ranks, r, i))) for i in impls]
+                     for r in rnds]
+            p(table(["round"] + [LABELS[i] for i in impls], lines) + "\n")
 
 
 def write_files(out, rows, summary, impls, meta, skipped, libs, failures):
@@ -312,14 +330,14 @@ def main():
         return 0 if len(sys.argv) == 2 else 2
     out = sys.argv[1]
     meta, skipped = read_meta(out)
-    rows, libs, failures = read_raw(out)
+    rows, libs, failures, probes = read_raw(out)
     if not rows:
         print("peers_summary: no results under %s/raw" % out, file=sys.stderr)
         return 1
     present = {r["impl"] for r in rows}
     impls = [i for i in IMPLS if i in present]
     summary = summarise(rows)
-    report(meta, skipped, libs, failures, summary, impls)
+    report(meta, skipped, libs, failures, summary, impls, probes)
     write_files(out, rows, summary, impls, meta, skipped, libs, failures)
     plot(out, summary, impls)
     return 0

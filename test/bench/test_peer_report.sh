@@ -81,14 +81,20 @@ else
     sed 's/^/    | /' "$TMP/inject.out" "$TMP/inject.err" | head -20
 fi
 
+# the state probe's lines, as peers_report.sh appends them to one launch
+printf '%s\n' "# probe when=before cpus=0,1 rt_us=0.095 dirty32k_us=5.47" \
+    "# probe when=after cpus=0,1 rt_us=0.031 dirty32k_us=1.36" >>"$TMP/out/raw/np2_r1_gcoll.txt"
+
 if command -v "$PYTHON" >/dev/null 2>&1; then
     if "$PYTHON" "$srcdir/scripts/peers_summary.py" "$TMP/out" >"$TMP/report.md" 2>"$TMP/sum.err" &&
        grep -q '^## allreduce, 2 ranks' "$TMP/report.md" &&
+       grep -q '^State probe beside each launch at 2 ranks' "$TMP/report.md" &&
+       grep -q '^| 1 | 5.47 / 1.36 | – |$' "$TMP/report.md" &&
        grep -q '^## reduce_scatter, 2 ranks' "$TMP/report.md" &&
        grep -q 'best other / libgcoll' "$TMP/report.md" &&
        [ "$(grep -c '^| 1 KiB |' "$TMP/report.md")" = 10 ] &&
        [ -s "$TMP/out/summary.json" ] && [ -s "$TMP/out/results.csv" ]; then
-        pass "peers_summary.py: tables, CSV and JSON"
+        pass "peers_summary.py: tables, CSV, JSON and the state probe's table"
     else
         fail "peers_summary.py"
         sed 's/^/    | /' "$TMP/report.md" "$TMP/sum.err" | head -40
