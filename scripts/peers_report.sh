@@ -88,7 +88,9 @@ one (p50, p99, mean of the slowest rank's time per call).  Bytes are one
 call's buffer (allreduce, bcast, reduce) or one rank's block (allgather,
 reduce_scatter).  Tables: median over rounds; "best other / libgcoll" >= 1
 means libgcoll is at least as fast; "per-round" is the median over rounds of
-that ratio taken within each round.  Files in --out: report.md, results.csv,
+that ratio taken within each round; "By the machine's state" compares only
+launches whose state probes (before and after) fell in the same class (fast,
+slow, busy: scripts/peers_summary.py -h).  Files in --out: report.md, results.csv,
 summary.csv, summary.json, <coll>_np<N>.png, raw/ (harness output), and
 commands.txt (every launch).  The machine should be otherwise idle.
 EOF

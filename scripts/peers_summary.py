@@ -8,6 +8,13 @@ OUT/results.csv (every row of every round), OUT/summary.csv and
 OUT/summary.json (medians over rounds, ratios) and OUT/<coll>_np<N>.png
 (where matplotlib is installed).
 
+States: the probe before and after each launch (bench/peers/state_probe.c)
+classes the launch by the µs to copy 32 KiB that the other core just wrote:
+fast below 2.5 (a shared cache), slow below 12 (the line comes through
+memory: cores without a shared L3, as two CCDs), busy above (the host is
+loaded); a launch whose two probes disagree is "mixed".  The state table
+compares each implementation only with launches that met the same state.
+
 Ratios: "best other / libgcoll" is the fastest peer's median over rounds
 divided by libgcoll's (>= 1: libgcoll at least as fast); "per-round" is the
 median over rounds of the same ratio formed within each round, which
@@ -29,8 +36,10 @@ LABELS = {"gcoll": "libgcoll", "ompi4": "Open MPI 4.1", "ompi5": "Open MPI 5",
           "mpich": "MPICH 5", "impi": "Intel MPI"}
 COLLS = ["allreduce", "bcast", "reduce", "allgather", "reduce_scatter"]
 FIELDS = ["impl", "ranks", "round", "coll", "bytes", "count", "iters", "block_us",
-          "block_min_us", "block_max_us", "calls", "p50_us", "p99_us", "mean_us", "valid"]
+          "block_min_us", "block_max_us", "calls", "p50_us", "p99_us", "mean_us", "valid", "state"]
 KV = re.compile(r'(\w+)=("[^"]*"|\S+)')
+# state classes by the probe's dirty 32 KiB transfer, µs (upper bounds)
+STATES = [("fast", 2.5), ("slow", 12.0), ("busy", float("inf"))]
 
 
 def parse_kv(line):
@@ -165,8 +174,68 @@ def probe_cell(p):
     return " / ".join(p[w].get("dirty32k_us", "?") if w in p else "?" for w in ("before", "after"))
 
 
+def probe_state(p):
+    """The launch's state class from its probes, or None without both."""
+    classes = set()
+    for w in ("before", "after"):
+        try:
+            us = float(p[w]["dirty32k_us"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        classes.add(next(name for name, top in STATES if us < top))
+    return classes.pop() if len(classes) == 1 else "mixed"
+
+
+def launch_states(probes):
+    """{(ranks, round, impl): state}"""
+    return {k: probe_state(p) for k, p in probes.items()}
+
+
+def state_table(ranks, coll, summary, impls, states):
+    """Lines of the per-state comparison at one (ranks, coll), or None where
+    no state has both a libgcoll launch and a peer's."""
+    keys = sorted(k for k in summary if k[:2] == (ranks, coll))
+    per = {}  # state -> {impl: {bytes: [block_us]}}
+    for k in keys:
+        for i, c in summary[k].items():
+            if not c.valid:
+                continue
+            for rnd, row in c.by_round.items():
+                st = states.get((ranks, rnd, i))
+                if st in (None, "mixed"):
+                    continue
+                per.setdefault(st, {}).setdefault(i, {}).setdefault(k[2], []).append(
+                    row["block_us"])
+    usable = [s for s, _ in STATES if s in per and "gcoll" in per[s]
+              and any(i != "gcoll" for i in per[s])]
+    if not usable:
+        return None, None
+    head, counts = ["bytes"], []
+    for st in usable:
+        n = {i: len(next(iter(v.values()))) for i, v in per[st].items()}
+        counts.append("%s: %s" % (st, ", ".join("%s %d" % (LABELS[i], n[i])
+                                                 for i in impls if i in n)))
+        head += ["libgcoll " + st, "best other " + st, "ratio " + st]
+    lines = []
+    for k in keys:
+        line = [fmt_bytes(k[2])]
+        for st in usable:
+            g = median(per[st]["gcoll"].get(k[2], []))
+            peers = {i: median(v.get(k[2], [])) for i, v in per[st].items() if i != "gcoll"}
+            peers = {i: m for i, m in peers.items() if m is not None}
+            if g is None or not peers:
+                line += ["–", "–", "–"]
+                continue
+            best = min(peers, key=peers.get)
+            line += [fmt(g), "%s %s" % (fmt(peers[best]), LABELS[best]),
+                     "%.2f" % (peers[best] / g)]
+        lines.append(line)
+    return table(head, lines), "; ".join(counts)
+
+
 def report(meta, skipped, libs, failures, summary, impls, probes):
     p = print
+    states = launch_states(probes)
     p("# Peer report\n")
     p("Command: `%s`  " % meta.get("command", "scripts/peers_report.sh"))
     p("Date: %s; CPU: %s; binding: %s; rounds: %s.  " % (
@@ -219,6 +288,12 @@ def report(meta, skipped, libs, failures, summary, impls, probes):
                         fmt(c.med(s)) for s in ("p50_us", "p99_us", "mean_us")))
                 lines.append(line)
             p(table(["bytes"] + [LABELS[i] for i in impls], lines) + "\n")
+            tab, counts = state_table(ranks, coll, summary, impls, states)
+            if tab:
+                p("By the machine's state (launches classed by the probe, see the "
+                  "script's help; launches per state: %s), median over the launches "
+                  "that met it (µs; ratio = best other / libgcoll):\n" % counts)
+                p(tab + "\n")
         # which mode each launch ran in: the smallest size of the first collective
         first = min((k for k in summary if k[0] == ranks), key=lambda k: (COLLS.index(k[1]), k[2]))
         cells = summary[first]
@@ -233,7 +308,9 @@ def report(meta, skipped, libs, failures, summary, impls, probes):
             p("State probe beside each launch at %d ranks (bench/peers/state_probe.c): µs to "
               "copy 32 KiB that the other core just wrote, before / after the launch; "
               "launches that met different values met different machines:\n" % ranks)
-            lines = [[str(r)] + [probe_cell(probes.get((ranks, r, i))) for i in impls]
+            lines = [[str(r)] + [" ".join(filter(None, (probe_cell(probes.get((ranks, r, i))),
+                                                         states.get((ranks, r, i)))))
+                                 for i in impls]
                      for r in rnds]
             p(table(["round"] + [LABELS[i] for i in impls], lines) + "\n")
 
@@ -334,6 +411,9 @@ def main():
     if not rows:
         print("peers_summary: no results under %s/raw" % out, file=sys.stderr)
         return 1
+    states = launch_states(probes)
+    for r in rows:
+        r["state"] = states.get((r["ranks"], r["round"], r["impl"])) or ""
     present = {r["impl"] for r in rows}
     impls = [i for i in IMPLS if i in present]
     summary = summarise(rows)

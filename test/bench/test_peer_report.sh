@@ -82,19 +82,25 @@ else
 fi
 
 # the state probe's lines, as peers_report.sh appends them to one launch
+# (both slow: the state table compares them)
 printf '%s\n' "# probe when=before cpus=0,1 rt_us=0.095 dirty32k_us=5.47" \
-    "# probe when=after cpus=0,1 rt_us=0.031 dirty32k_us=1.36" >>"$TMP/out/raw/np2_r1_gcoll.txt"
+    "# probe when=after cpus=0,1 rt_us=0.101 dirty32k_us=5.50" >>"$TMP/out/raw/np2_r1_gcoll.txt"
+printf '%s\n' "# probe when=before cpus=0,1 rt_us=0.095 dirty32k_us=4.90" \
+    "# probe when=after cpus=0,1 rt_us=0.101 dirty32k_us=5.10" >>"$TMP/out/raw/np2_r1_ompi4.txt"
 
 if command -v "$PYTHON" >/dev/null 2>&1; then
     if "$PYTHON" "$srcdir/scripts/peers_summary.py" "$TMP/out" >"$TMP/report.md" 2>"$TMP/sum.err" &&
        grep -q '^## allreduce, 2 ranks' "$TMP/report.md" &&
        grep -q '^State probe beside each launch at 2 ranks' "$TMP/report.md" &&
-       grep -q '^| 1 | 5.47 / 1.36 | – |$' "$TMP/report.md" &&
+       grep -q '^| 1 | 5.47 / 5.50 slow | 4.90 / 5.10 slow |$' "$TMP/report.md" &&
+       [ "$(grep -c "^By the machine's state" "$TMP/report.md")" = 5 ] &&
+       grep -q '^| bytes | libgcoll slow | best other slow | ratio slow |$' "$TMP/report.md" &&
+       grep -q ',slow.\{0,1\}$' "$TMP/out/results.csv" &&
        grep -q '^## reduce_scatter, 2 ranks' "$TMP/report.md" &&
        grep -q 'best other / libgcoll' "$TMP/report.md" &&
-       [ "$(grep -c '^| 1 KiB |' "$TMP/report.md")" = 10 ] &&
+       [ "$(grep -c '^| 1 KiB |' "$TMP/report.md")" = 15 ] &&
        [ -s "$TMP/out/summary.json" ] && [ -s "$TMP/out/results.csv" ]; then
-        pass "peers_summary.py: tables, CSV, JSON and the state probe's table"
+        pass "peers_summary.py: tables, CSV, JSON, the state probe's table and the per-state tables"
     else
         fail "peers_summary.py"
         sed 's/^/    | /' "$TMP/report.md" "$TMP/sum.err" | head -40
