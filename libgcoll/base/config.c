@@ -89,6 +89,17 @@ static gcoll_status_t parse_shm_stream(const gcoll_config_entry_t *e, const char
     return parse_choice(e, v, field, names, "auto, off or on");
 }
 
+/* 0 and 1 stay accepted for off and on (the variable was a boolean). */
+static gcoll_status_t parse_shm_cma(const gcoll_config_entry_t *e, const char *v, void *field)
+{
+    static const char *const names[] = { "auto", "off", "on", NULL };   /* gcoll_shm_cma_t */
+    if (!strcmp(v, "0") || !strcmp(v, "1")) {
+        *(int *)field = v[0] == '1' ? GCOLL_SHM_CMA_ON : GCOLL_SHM_CMA_OFF;
+        return GCOLL_SUCCESS;
+    }
+    return parse_choice(e, v, field, names, "auto, off or on (or 0/1)");
+}
+
 /* "RANK:N" into fault_rank and fault_nth (the field is fault_rank's). */
 static gcoll_status_t parse_fault(const gcoll_config_entry_t *e, const char *v, void *field)
 {
@@ -155,11 +166,12 @@ const gcoll_config_entry_t gcoll_config_table[] = {
       "0: collectives on gcoll_mem_alloc buffers copy through the node's segment like any other "
       "(zero-copy off); agreed per node at gcoll_comm_create",
       parse_bool, FIELD(zcopy) },
-    { "GCOLL_SHM_CMA", "1",
-      "0: a large reduce on one node copies every input through the segment instead of each "
-      "rank reading its slice of the peers' inputs by process_vm_readv; agreed per node at "
-      "gcoll_comm_create",
-      parse_bool, FIELD(shm_cma) },
+    { "GCOLL_SHM_CMA", "auto",
+      "how a large reduce on one node moves the inputs: on (each rank reads its slice of the "
+      "peers' inputs by process_vm_readv: one copy), off (every input through the segment), auto "
+      "(each root times both and keeps the faster, the ranks agreeing per call through the "
+      "segment); CMA agreed per node at gcoll_comm_create",
+      parse_shm_cma, FIELD(shm_cma) },
     { "GCOLL_FAULT_ALLOC", "",
       "testing only: RANK:N makes the N-th heap allocation of libgcoll on world rank RANK fail "
       "(counted from the first gcoll_comm_create), to check that every rank gets the error",

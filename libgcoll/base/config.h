@@ -16,6 +16,7 @@ typedef enum { GCOLL_TRANSPORT_AUTO = 0, GCOLL_TRANSPORT_UCX, GCOLL_TRANSPORT_MP
 typedef enum { GCOLL_PROGRESS_AUTO = 0, GCOLL_PROGRESS_CALLER, GCOLL_PROGRESS_THREAD } gcoll_progress_kind_t;
 
 typedef enum { GCOLL_SHM_STREAM_AUTO = 0, GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON } gcoll_shm_stream_t;
+typedef enum { GCOLL_SHM_CMA_AUTO = 0, GCOLL_SHM_CMA_OFF, GCOLL_SHM_CMA_ON } gcoll_shm_cma_t;
 
 typedef struct {
     int    debug;                          /* GCOLL_DEBUG: gcoll_log_level_t */
@@ -30,7 +31,7 @@ typedef struct {
     int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
     int    shm_stream;                     /* GCOLL_SHM_STREAM: gcoll_shm_stream_t */
     int    zcopy;                          /* GCOLL_ZCOPY: 0/1 */
-    int    shm_cma;                        /* GCOLL_SHM_CMA: 0/1 */
+    int    shm_cma;                        /* GCOLL_SHM_CMA: gcoll_shm_cma_t */
     int    fault_rank;                     /* GCOLL_FAULT_ALLOC: world rank ... */
     long   fault_nth;                      /* ... and its allocation that fails; 0 = none */
 } gcoll_config_t;

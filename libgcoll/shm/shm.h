@@ -89,6 +89,8 @@ typedef struct gcoll_shm_op {
     uint8_t        stream;    /* large allreduce: stream the reduced slice */
     uint8_t        cls;       /* ... its size class, and when it started */
     uint8_t        failed;    /* a single-copy read failed here (shm_cma.c) */
+    uint8_t        form_cls;  /* large reduce, GCOLL_SHM_CMA=auto, at its root: the size class */
+    uint8_t        form_way;  /* ... and the form it took (shm_coll.c, "The reduce's form") */
     double         t0;
     int            root;
     const unsigned char *src;

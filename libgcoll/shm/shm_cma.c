@@ -81,8 +81,8 @@ static int cma_read_word(pid_t pid, uint64_t addr, uint64_t want, char *why, siz
 
 void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm)
 {
-    int P = shm->size, ok = shm->cfg->shm_cma != 0, all_ok = 0;
-    char why[256] = "GCOLL_SHM_CMA=0";
+    int P = shm->size, ok = shm->cfg->shm_cma != GCOLL_SHM_CMA_OFF, all_ok = 0;
+    char why[256] = "GCOLL_SHM_CMA=off";
     if (P == 1) return;
     struct gcoll_shm_cma *c = gcoll_calloc(1, sizeof(*c));
     void *scratch = NULL;

@@ -26,11 +26,12 @@
 
 /* Collective over the node: probe whether every rank can read every peer's
  * memory (same user, no ptrace restriction, one PID namespace) and agree;
- * GCOLL_SHM_CMA=0 turns it off.  Never fails: without it the node copies. */
+ * GCOLL_SHM_CMA=off turns it off.  Never fails: without it the node copies. */
 void gcoll_shm_cma_setup(gcoll_shm_t *shm, MPI_Comm node_comm);
 void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
 
-/* Whether a reduce of `bytes` takes it. */
+/* Whether a reduce of `bytes` may take it (GCOLL_SHM_CMA=auto: whether it
+ * does is the root's choice, shm_coll.c "The reduce's form"). */
 int gcoll_shm_cma_takes(const gcoll_shm_t *shm, size_t bytes);
 
 /* The phases of SHM_FORM_CMA (shm_coll.c runs them); pieces: how many work

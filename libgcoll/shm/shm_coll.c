@@ -51,7 +51,8 @@
  * an L1 accumulator streamed to both res and dst, CLDEMOTE of the slots
  * after writing them (2x slower), and CMA (process_vm_readv/writev) single
  * copy: its kernel copies ran at ~4 GB/s there (docs/design.md).  Large
- * reduces take CMA (shm_cma.c); allgathers and bcasts no longer do: with
+ * reduces take CMA (shm_cma.c) or this pipeline, the root's measured choice
+ * per call ("the reduce's form" below); allgathers and bcasts no longer do: with
  * the window places the copying forms beat it on the Zen 4 guest in both
  * of its states (docs/design.md, "Single copy by CMA").  The allgather's and the
  * bcast's copy-outs stream results from GCOLL_SHM_NT_MIN, as the allreduce
@@ -501,20 +502,101 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->t0 = gcoll_clock_now();
 }
 
-static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+/* An op that went `way` (0 or 1) took the time since t0.  The way in use:
+ * fold it into that way's running cost.  A try of the other way: with
+ * `cold` 0 (the write ways), fold it in too; with `cold` 1 (the reduce's
+ * forms), the try lasts two calls (the caller keeps trying while calls >=
+ * next), the first untimed: it runs with the other form's buffers out of
+ * cache, 2-4x its steady time on the Zen 4 guest, which a running mean
+ * would carry through many tries, and the second's time is the form's
+ * cost.  Then switch where it was 10% faster (and try again soon), else
+ * try half as often.  (The two-call try made the write ways' choice worse:
+ * allgather 512 KiB 55 against 40 us, 2 ranks.) */
+static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t bytes, int cold)
 {
-    if (!o->cls) return;   /* not measured */
-    gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
-    float ns = (float)((gcoll_clock_now() - o->t0) * 1e9 / (double)o->bytes), *c = &a->cost[o->stream];
-    *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
-    if (o->stream == a->stream) return;
+    float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes), *c = &a->cost[way];
+    if (way == a->stream || !cold) {
+        *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
+        a->tried = 0;
+        if (way == a->stream) return;
+    } else {
+        if (++a->tried <= cold) return;   /* the cold call */
+        a->tried = 0;
+        *c = ns;
+    }
     if (*c < SHM_ADAPT_SWITCH * a->cost[a->stream]) {   /* switch; watch closely again */
-        a->stream = o->stream;
+        a->stream = (uint8_t)way;
         a->every  = SHM_ADAPT_PROBE;
     } else if (a->every < SHM_ADAPT_PROBE_MAX) {
         a->every *= 2;
     }
     a->next = a->calls + a->every;
+}
+
+static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes, 0);
+}
+
+/* ---- the reduce's form ----------------------------------------------------
+ * A large reduce reads the peers' inputs by CMA (one copy, shm_cma.c) or
+ * copies them through the segment (the pipeline).  Which is faster depends
+ * on the machine and, on a guest, on the moment: on the Zen 4 guest the
+ * copy was 1.7x faster while its vCPUs shared an L3 and 1.7x again while
+ * they did not (2 ranks, 512 KiB: 31 against 54 us), yet 3.7x slower in a
+ * state met a day before; on the Xeon guest the single copy was 1.7x
+ * faster (docs/PERFORMANCE.md).  So with GCOLL_SHM_CMA=auto the root of
+ * each call times it and learns per size class, as the write way is
+ * learnt (shm_adapt_record), and the ranks agree on each call's form
+ * through the segment: at the start of large reduce q every rank writes in
+ * its ctrl the form it wants for a reduce it would root as number q + 1
+ * (slot (q + 1) & 1), and every rank takes the root's slot q & 1.  Safe
+ * without a step of its own: the root wrote slot q & 1 at the start of
+ * reduce q - 1, before signalling that reduce's first step, which every
+ * rank waited for before starting reduce q (a rank leaves early only at
+ * the last step, and both forms have two or more); it rewrites the slot
+ * at the start of reduce q + 1, after reduce q's first step, which no
+ * rank signals before reading it. */
+enum { SHM_WAY_CMA = 0, SHM_WAY_COPY = 1 };
+
+/* My wishes for large reduce q, every size class: the way in use, or the
+ * other one where my next call as root of that class is a try. */
+static void shm_reduce_publish(gcoll_shm_t *shm, uint64_t q)
+{
+    uint8_t *slot = shm->ctrl[shm->rank].reduce_form[q & 1];
+    for (int c = 0; c < GCOLL_SHM_ADAPT_CLASSES; c++) {
+        const gcoll_shm_adapt_t *a = &shm->adapt_reduce[c];
+        int tries = a->calls + 1 >= (a->every ? a->next : SHM_ADAPT_PROBE);
+        slot[c] = (uint8_t)((a->stream ^ tries) + 1);
+    }
+}
+
+/* Whether this large reduce takes the single copy: always with
+ * GCOLL_SHM_CMA=on, the root's wish with auto (the root times the call). */
+static int shm_reduce_takes_cma(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    if (shm->cfg->shm_cma != GCOLL_SHM_CMA_AUTO) return 1;
+    uint64_t q = shm->reduce_seq++;
+    int cls = shm_size_class(o->bytes);
+    int wish = shm->ctrl[o->root].reduce_form[q & 1][cls];
+    int way = wish ? wish - 1 : SHM_WAY_CMA;
+    shm_reduce_publish(shm, q + 1);
+    if (shm->rank == o->root) {
+        gcoll_shm_adapt_t *a = &shm->adapt_reduce[cls];
+        if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
+        a->calls++;
+        o->form_cls = (uint8_t)cls;
+        o->form_way = (uint8_t)way;
+        o->t0 = gcoll_clock_now();
+    }
+    if (way == SHM_WAY_COPY) shm->reduce_copies++;
+    return way == SHM_WAY_CMA;
+}
+
+static void shm_reduce_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    if (o->form_cls)
+        shm_adapt_record(&shm->adapt_reduce[o->form_cls], o->form_way, o->t0, o->bytes, 1);
 }
 
 /* ---- the phase loops ------------------------------------------------------
@@ -692,14 +774,16 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         o->waiting = 1;
     }
     switch (o->form) {   /* the forms that choose (o->cls 0: this op did not) */
-    case SHM_FORM_AR_SMALL: case SHM_FORM_AR_LARGE: case SHM_FORM_BCAST:
+    case SHM_FORM_AR_LARGE: shm_adapt_learn(shm, o); shm_reduce_learn(shm, o); break;
+    case SHM_FORM_AR_SMALL: case SHM_FORM_BCAST:
     case SHM_FORM_AG:       case SHM_FORM_RS:       shm_adapt_learn(shm, o); break;
+    case SHM_FORM_CMA:      shm_reduce_learn(shm, o); break;
     default:                break;
     }
     *done = 1;
     if (o->failed)   /* every step taken: the peers do not wait for us */
         return GCOLL_ERROR(GCOLL_ERR_TRANSPORT, "shm: a single-copy collective could not read or "
-                           "write a peer's buffer (process_vm_readv/writev; GCOLL_SHM_CMA=0 "
+                           "write a peer's buffer (process_vm_readv/writev; GCOLL_SHM_CMA=off "
                            "copies instead)");
     return GCOLL_SUCCESS;
 }
@@ -748,12 +832,13 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         gcoll_shm_ring_start(shm, o);
         return GCOLL_SUCCESS;
     }
-    if (o->coll == GCOLL_COLL_REDUCE && gcoll_shm_cma_takes(shm, o->bytes)) {
+    int large_reduce = o->coll == GCOLL_COLL_REDUCE && gcoll_shm_cma_takes(shm, o->bytes);
+    if (large_reduce && shm_reduce_takes_cma(shm, o)) {
         o->form = SHM_FORM_CMA;   /* every rank reduces its slice of the peers' inputs */
         o->last = gcoll_shm_cma_pieces(gcoll_block_len(o->count, shm->size, 0) * o->dts) + 1;
         return GCOLL_SUCCESS;
     }
-    if (o->bytes <= shm_small_max(shm) && !(flags & GCOLL_SHM_SLICED)) {
+    if (!large_reduce && o->bytes <= shm_small_max(shm) && !(flags & GCOLL_SHM_SLICED)) {
         /* reduce: the root's own input is read from src, so it publishes nothing */
         o->form    = SHM_FORM_AR_SMALL;
         o->publish = o->coll == GCOLL_COLL_ALLREDUCE || me != o->root;

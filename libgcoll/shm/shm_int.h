@@ -104,8 +104,16 @@ typedef struct {
     unsigned char    pad[GCOLL_SHM_LINE - 68];
 } gcoll_shm_line_t;
 
+/* size classes of the adaptive choices: log2 of a call's bytes */
+#define GCOLL_SHM_ADAPT_CLASSES 48
+
+/* A large reduce's form (shm_coll.c, "The reduce's form"): 0 nothing
+ * published yet (the single copy), else SHM_WAY + 1. */
 typedef struct {
     gcoll_shm_line_t line[2];                  /* by step parity */
+    /* the owner's choice for the reduces it roots, by size class, for the
+     * large reduce after the one that wrote it: [reduce_seq & 1] */
+    _Alignas(GCOLL_SHM_LINE) uint8_t reduce_form[2][GCOLL_SHM_ADAPT_CLASSES];
 } gcoll_shm_ctrl_t;
 
 _Static_assert(sizeof(gcoll_shm_line_t) == GCOLL_SHM_LINE, "line layout");
@@ -125,13 +133,13 @@ typedef struct {
  * call's bytes): through the cache or streamed past it (shm_coll.c,
  * "Writing the reduced slice").  Rank-local: readers find the slice where
  * they always do, whichever way it was written. */
-#define GCOLL_SHM_ADAPT_CLASSES 48
 
 typedef struct {
     uint32_t calls;       /* large allreduces of this class so far */
     uint32_t next;        /* the call that tries the other way */
     uint32_t every;       /* calls between such tries */
     uint8_t  stream;      /* the way in use: 1 = streaming stores */
+    uint8_t  tried;       /* calls of the try in progress (the first is not timed) */
     float    cost[2];     /* running mean of ns per byte, by way; 0 = unknown */
 } gcoll_shm_adapt_t;
 
@@ -173,8 +181,12 @@ struct gcoll_shm {
     gcoll_shm_adapt_t adapt_bcast[GCOLL_SHM_ADAPT_CLASSES];  /* a bcast root's copy-in */
     gcoll_shm_adapt_t adapt_ag[GCOLL_SHM_ADAPT_CLASSES];     /* an allgather's copy-in */
     gcoll_shm_adapt_t adapt_rs[GCOLL_SHM_ADAPT_CLASSES];     /* a reduce_scatter's copy-in */
+    gcoll_shm_adapt_t adapt_reduce[GCOLL_SHM_ADAPT_CLASSES]; /* a reduce root's form:
+                                                              * `stream` 1 = copying */
+    uint64_t          reduce_seq;  /* large reduces started (the same on every rank) */
+    uint64_t          reduce_copies;  /* ... that copied through the segment here */
     struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
-    struct gcoll_shm_cma *cma;     /* single-copy allgather (shm_cma.c), NULL: off */
+    struct gcoll_shm_cma *cma;     /* single-copy reduce (shm_cma.c), NULL: off */
 };
 
 /* Slow path of a wait for what the segment waits for (the peers' signal of

@@ -14,12 +14,13 @@
 # Environment: MPIRUN (default mpirun), GCOLL_TEST_TIMEOUT (seconds per job,
 # default 300), MPIRUN_FLAGS (extra flags), GCOLL_TEST_EXPECT_CMA (1: fail if
 # the single-copy reduce is off; default 1 where Yama's ptrace_scope is 0
-# or absent and GCOLL_SHM_CMA is not 0; set 0 in a container whose seccomp
+# or absent and GCOLL_SHM_CMA is not off (or 0); set 0 in a container whose seccomp
 # forbids process_vm_readv).
 set -u
 
 scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
-if [ "$scope" = 0 ] && [ "${GCOLL_SHM_CMA:-1}" != 0 ]; then cma_allowed=1; else cma_allowed=0; fi
+case ${GCOLL_SHM_CMA:-auto} in 0 | [oO][fF][fF]) cma_off=1 ;; *) cma_off=0 ;; esac
+if [ "$scope" = 0 ] && [ "$cma_off" = 0 ]; then cma_allowed=1; else cma_allowed=0; fi
 export GCOLL_TEST_EXPECT_CMA=${GCOLL_TEST_EXPECT_CMA:-$cma_allowed}
 
 export MPIRUN=${MPIRUN:-mpirun}

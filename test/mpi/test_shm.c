@@ -718,11 +718,11 @@ static void run_write_ways(void)
     static const int ways[] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
     int saved = cfg.shm_stream;
     unsigned seed = 7000;
-    /* On a segment without the single-copy reduce (GCOLL_SHM_CMA=0), whose
+    /* On a segment without the single-copy reduce (GCOLL_SHM_CMA=off), whose
      * large reduces copy through the segment and so choose a way. */
     gcoll_shm_t *main_shm = shm, *copying = NULL;
     int saved_cma = cfg.shm_cma;
-    cfg.shm_cma = 0;
+    cfg.shm_cma = GCOLL_SHM_CMA_OFF;
     if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &copying)) {
         FAIL("create without the single copy: %s", gcoll_last_error());
         cfg.shm_cma = saved_cma;
@@ -761,7 +761,7 @@ static void run_write_ways(void)
     cfg.shm_stream = saved;
     run_nt_results(&seed);
     if (gcoll_shm_cma_calls(copying))
-        FAIL("a segment made with GCOLL_SHM_CMA=0 ran %llu single copies",
+        FAIL("a segment made with GCOLL_SHM_CMA=off ran %llu single copies",
              (unsigned long long)gcoll_shm_cma_calls(copying));
     gcoll_shm_destroy(copying);
     shm = main_shm;
@@ -880,8 +880,49 @@ static void run_places(void)
     }
 }
 
-/* The single copy (shm_cma.c) on the main segment: every reduce whose
- * slices reach GCOLL_SHM_CMA_REDUCE_SLICE takes it, no allgather or bcast
+/* GCOLL_SHM_CMA=auto (shm_coll.c, "The reduce's form") on a new segment
+ * (nothing learnt yet): per root, 40 large reduces of one size class start
+ * with the single copy, and the root's scheduled try of the copying form
+ * comes by its 17th call whatever the timings; every rank must count the
+ * same forms (they agree per call through the segment: a disagreement
+ * hangs or corrupts, which the checks against MPI see), the results right
+ * either way. */
+static void reduce_forms_auto(unsigned *seed)
+{
+    int saved = cfg.shm_cma;
+    gcoll_shm_t *main_shm = shm, *fresh = NULL;
+    cfg.shm_cma = GCOLL_SHM_CMA_AUTO;
+    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &fresh)) {
+        FAIL("create with GCOLL_SHM_CMA=auto: %s", gcoll_last_error());
+        cfg.shm_cma = saved;
+        return;
+    }
+    shm = fresh;
+    size_t n = GCOLL_SHM_CMA_REDUCE_SLICE / 4 * (size_t)size * 2 + 3;
+    for (int root = 0; root < size; root++) {
+        uint64_t cma0 = gcoll_shm_cma_calls(shm), copies0 = shm->reduce_copies;
+        for (int i = 0; i < 40; i++)
+            test_reduce(n, GCOLL_FLOAT32, GCOLL_SUM, i % 3 == 0, root, (*seed)++);
+        long long got[2] = { (long long)(gcoll_shm_cma_calls(shm) - cma0),
+                             (long long)(shm->reduce_copies - copies0) }, lo[2], hi[2];
+        MPI_Allreduce(got, lo, 2, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(got, hi, 2, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (lo[0] != hi[0] || lo[1] != hi[1])
+            FAIL("auto reduce forms, root %d: ranks disagree (single copy %lld-%lld, copying "
+                 "%lld-%lld)", root, lo[0], hi[0], lo[1], hi[1]);
+        if (got[0] + got[1] != 40 || got[0] < 16 || got[1] < 2)
+            FAIL("auto reduce forms, root %d: %lld single copies and %lld copying of 40 (want 16 "
+                 "or more single copies first, then a try of the copying form: two calls or more)", root,
+                 got[0], got[1]);
+    }
+    gcoll_shm_destroy(fresh);
+    shm = main_shm;
+    cfg.shm_cma = saved;
+}
+
+/* The single copy (shm_cma.c) on the main segment: with GCOLL_SHM_CMA=on
+ * every reduce whose slices reach GCOLL_SHM_CMA_REDUCE_SLICE takes it
+ * (with auto, see reduce_forms_auto), no allgather or bcast
  * does; the results match MPI's either way.  run_shm.sh sets
  * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
  * (no Yama restriction), so a probe that wrongly says no fails here. */
@@ -900,7 +941,11 @@ static void run_single_copy(void)
     if (gcoll_shm_cma_calls(shm) != before)
         FAIL("allgathers and bcasts ran %llu single copies (they copy through the segment)",
              (unsigned long long)(gcoll_shm_cma_calls(shm) - before));
+    int saved = cfg.shm_cma;
+    cfg.shm_cma = GCOLL_SHM_CMA_ON;
     single_copy_reduces(on, &seed);
+    cfg.shm_cma = saved;
+    if (on) reduce_forms_auto(&seed);
 }
 
 int main(int argc, char **argv)
