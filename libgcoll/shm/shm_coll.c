@@ -485,6 +485,22 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
     }
 }
 
+/* Whether a class's call number `call` tries the way not in use: from the
+ * 16th call, until a try has been learnt (>=, not ==: a try that did not
+ * learn, because the op went zero-copy after it was picked, is made again
+ * by the next call instead of ending the tries of this class for good). */
+static int shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call)
+{
+    return call >= (a->every ? a->next : SHM_ADAPT_PROBE);
+}
+
+/* Count a call of this class (the first one starts the schedule). */
+static void shm_adapt_count(gcoll_shm_adapt_t *a)
+{
+    if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
+    a->calls++;
+}
+
 static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (!o->dst) return;   /* a non-root of reduce writes res only */
@@ -494,11 +510,8 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     }
     o->cls = (uint8_t)shm_size_class(o->bytes);   /* nonzero: the op learns at its end */
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
-    if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
-    /* >=, not ==: a probe that did not learn (the op went zero-copy after
-     * this pick, gcoll_shm_op_start) is tried again by the next call
-     * instead of ending the probes of this class for good */
-    o->stream = (uint8_t)(a->stream ^ (++a->calls >= a->next));
+    shm_adapt_count(a);
+    o->stream = (uint8_t)(a->stream ^ shm_adapt_due(a, a->calls));
     o->t0 = gcoll_clock_now();
 }
 
@@ -566,8 +579,7 @@ static void shm_reduce_publish(gcoll_shm_t *shm, uint64_t q)
     uint8_t *slot = shm->ctrl[shm->rank].reduce_form[q & 1];
     for (int c = 0; c < GCOLL_SHM_ADAPT_CLASSES; c++) {
         const gcoll_shm_adapt_t *a = &shm->adapt_reduce[c];
-        int tries = a->calls + 1 >= (a->every ? a->next : SHM_ADAPT_PROBE);
-        slot[c] = (uint8_t)((a->stream ^ tries) + 1);
+        slot[c] = (uint8_t)((a->stream ^ shm_adapt_due(a, a->calls + 1)) + 1);
     }
 }
 
@@ -582,9 +594,7 @@ static int shm_reduce_takes_cma(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     int way = wish ? wish - 1 : SHM_WAY_CMA;
     shm_reduce_publish(shm, q + 1);
     if (shm->rank == o->root) {
-        gcoll_shm_adapt_t *a = &shm->adapt_reduce[cls];
-        if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
-        a->calls++;
+        shm_adapt_count(&shm->adapt_reduce[cls]);
         o->form_cls = (uint8_t)cls;
         o->form_way = (uint8_t)way;
         o->t0 = gcoll_clock_now();
