@@ -517,14 +517,20 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 
 /* An op that went `way` (0 or 1) took the time since t0.  The way in use:
  * fold it into that way's running cost.  A try of the other way: with
- * `cold` 0 (the write ways), fold it in too; with `cold` 1 (the reduce's
- * forms), the try lasts two calls (the caller keeps trying while calls >=
- * next), the first untimed: it runs with the other form's buffers out of
- * cache, 2-4x its steady time on the Zen 4 guest, which a running mean
- * would carry through many tries, and the second's time is the form's
+ * `cold` 0, fold it in too; with `cold` 1 (both callers), the try lasts
+ * two calls (the caller keeps trying while calls >= next), the first
+ * untimed: it pays for the change (the reduce's other form runs with its
+ * buffers out of cache, 2-4x its steady time on the Zen 4 guest; the other
+ * write way finds the lines where the last way left them), which a running
+ * mean would carry through many tries, and the second's time is the way's
  * cost.  Then switch where it was 10% faster (and try again soon), else
- * try half as often.  (The two-call try made the write ways' choice worse:
- * allgather 512 KiB 55 against 40 us, 2 ranks.) */
+ * try half as often.  The write ways took the one-call try until
+ * 2026-12-06: in the Zen 4 guest's slow state it left classes on the
+ * slower way (2 ranks, peer harness, 6-8 alternated launches: allreduce
+ * 128 KiB 15.5-22 against 7.8-9.6 us with the two-call try, 8 KiB 0.84
+ * against 0.68; bcast, allgather and reduce_scatter level or better).  A
+ * day before, one run had the two-call try worse at allgather 512 KiB (55
+ * against 40 us); not seen again (59 against 63). */
 static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t bytes, int cold)
 {
     float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes), *c = &a->cost[way];
@@ -548,7 +554,7 @@ static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t by
 
 static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes, 0);
+    if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes, 1);
 }
 
 /* ---- the reduce's form ----------------------------------------------------
