@@ -925,6 +925,43 @@ static void run_places(void)
     }
 }
 
+/* 40 reduces of n float32 to root, back to back, each checked on the root
+ * against the serial sum (small integers: exact); the forms every rank
+ * took must agree (a disagreement hangs or corrupts). */
+static void reduce_back_to_back(size_t n, int root)
+{
+    enum { CALLS = 40 };
+    float *in = xmalloc(n * 4 * CALLS), *out = xmalloc(n * 4 * CALLS);
+    for (int i = 0; i < CALLS; i++)
+        for (size_t k = 0; k < n; k++)
+            in[(size_t)i * n + k] = (float)(((size_t)rank * 7 + (size_t)i * 3 + k) % 17);
+    uint64_t cma0 = gcoll_shm_cma_calls(shm);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < CALLS; i++) {
+        gcoll_status_t st = gcoll_shm_reduce(shm, in + (size_t)i * n, out + (size_t)i * n, n,
+                                             GCOLL_FLOAT32, GCOLL_SUM, root);
+        if (st) FAIL("back-to-back reduce %d of %zu B to %d: %s", i, n * 4, root, gcoll_last_error());
+    }
+    for (int i = 0; rank == root && i < CALLS; i++)
+        for (size_t k = 0; k < n; k++) {
+            float want = 0;
+            for (int r = 0; r < size; r++) want += (float)(((size_t)r * 7 + (size_t)i * 3 + k) % 17);
+            if (out[(size_t)i * n + k] != want) {
+                FAIL("back-to-back reduce %d of %zu B to %d: [%zu] = %g, want %g", i, n * 4, root,
+                     k, (double)out[(size_t)i * n + k], (double)want);
+                break;
+            }
+        }
+    long long got = (long long)(gcoll_shm_cma_calls(shm) - cma0), lo, hi;
+    MPI_Allreduce(&got, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&got, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi)
+        FAIL("back-to-back reduces of %zu B to %d: ranks disagree on the single copies (%lld-%lld)",
+             n * 4, root, lo, hi);
+    free(out);
+    free(in);
+}
+
 /* GCOLL_SHM_CMA=auto (shm_coll.c, "The reduce's form") on a new segment
  * (nothing learnt yet): per root, 40 large reduces of one size class start
  * with the single copy, and the root's scheduled try of the copying form
@@ -960,6 +997,10 @@ static void reduce_forms_auto(unsigned *seed)
                  "or more single copies first, then a try of the copying form: two calls or more)", root,
                  got[0], got[1]);
     }
+    /* back to back, no MPI call between them to hold a rank back: a
+     * non-root leaves each reduce at its last step and starts the next one
+     * before the root has finished */
+    for (int root = 0; root < size; root++) reduce_back_to_back(n, root);
     gcoll_shm_destroy(fresh);
     shm = main_shm;
     cfg.shm_cma = saved;
