@@ -39,11 +39,22 @@
  * Waiting.  A waiter spins, yields a few times, then sleeps in futex(2) on
  * the low 32 bits of the flag it waits for, counted in that line's
  * `sleepers`; a rank that signals a step wakes the line's sleepers if there
- * are any.  Flag store and sleepers load (signaller) and sleepers increment
- * and flag load (waiter) are sequentially consistent, so either the waiter
- * sees the new flag or the signaller sees the sleeper; a flag that moved
- * between the waiter's load and its futex call fails the kernel's compare,
- * so no wake-up is lost.
+ * are any.  Either the waiter sees the new flag or the signaller sees the
+ * sleeper: the signaller's flag store and sleepers load, and the waiter's
+ * sleepers increment and flag load, are each ordered by a full barrier.
+ * Where the node's ranks have a CPU each (shm->light_fence), the
+ * signaller's is only a compiler barrier, and the waiter makes the
+ * barrier happen on every CPU running the node's ranks before it loads
+ * the flag (membarrier(2), GLOBAL_EXPEDITED, 11 us on the Zen 4 guest, paid
+ * once per sleep): a signaller's store before that point is then visible
+ * to the waiter's load, a signaller's load after it sees the sleeper.
+ * That takes the seq_cst store (x86: xchg, which waits until the peer's
+ * copy of the line is invalidated) out of every step and ring op: 2
+ * ranks, 8 B-512 B, 5-15% per call (docs/PERFORMANCE.md).  With ranks
+ * sharing CPUs, sleeps are frequent and the barrier would be paid on most
+ * calls, so both sides keep full barriers.  A flag that moved between the
+ * waiter's load and its futex call fails the kernel's compare, so no
+ * wake-up is lost.
  * A late peer costs a sleeper no CPU: with ranks sharing CPUs a yielding
  * waiter may be handed the CPU straight back, and alone on its CPU it burns
  * a core that the application's other threads could use.
@@ -158,6 +169,8 @@ struct gcoll_shm {
     int               rank, size;
     int               broken;      /* a wait timed out: counters disagree */
     int               spin_limit;  /* pause iterations before sleeping */
+    int               light_fence; /* signallers skip the full barrier; sleepers
+                                    * pay for it (membarrier, "Waiting" above) */
     uint64_t          step;        /* last step this rank signalled */
     int               held;        /* ... and left without seeing all peers
                                     * signal it (shm_coll.c): the next op
@@ -197,6 +210,10 @@ gcoll_status_t gcoll_shm_wait_slow(gcoll_shm_t *shm);
 /* Wake the ranks asleep on a line's flag. */
 void gcoll_shm_wake(gcoll_shm_line_t *line);
 
+/* A sleeper's side of the light fence: after counting itself in a line's
+ * sleepers, before loading its flag. */
+void gcoll_shm_sleeper_fence(const gcoll_shm_t *shm);
+
 static inline void gcoll_shm_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -207,9 +224,16 @@ static inline void gcoll_shm_pause(void)
 }
 
 /* Store a flag of one's own, publishing the plain stores before it, and
- * wake whoever sleeps on it. */
-static inline void gcoll_shm_publish(gcoll_shm_line_t *line, uint64_t value)
+ * wake whoever sleeps on it ("Waiting" above for the two fences). */
+static inline void gcoll_shm_publish(const gcoll_shm_t *shm, gcoll_shm_line_t *line,
+                                     uint64_t value)
 {
+    if (shm->light_fence) {
+        atomic_store_explicit(&line->flag, value, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);   /* the sleeper's membarrier does the rest */
+        if (atomic_load_explicit(&line->sleepers, memory_order_relaxed)) gcoll_shm_wake(line);
+        return;
+    }
     atomic_store_explicit(&line->flag, value, memory_order_seq_cst);   /* before the load below */
     if (atomic_load_explicit(&line->sleepers, memory_order_seq_cst)) gcoll_shm_wake(line);
 }
@@ -218,7 +242,7 @@ static inline void gcoll_shm_publish(gcoll_shm_line_t *line, uint64_t value)
 static inline void gcoll_shm_signal(gcoll_shm_t *shm)
 {
     uint64_t t = ++shm->step;
-    gcoll_shm_publish(&shm->ctrl[shm->rank].line[t & 1], t);
+    gcoll_shm_publish(shm, &shm->ctrl[shm->rank].line[t & 1], t);
 }
 
 /* Whether every other rank has signalled the step this rank signalled last

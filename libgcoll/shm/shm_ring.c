@@ -170,12 +170,12 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
     gcoll_shm_ring_t *mine = gcoll_shm_ring(shm, shm->rank);
     if (ring_writes(shm, o)) {
         gcoll_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
-        gcoll_shm_publish(&mine->line[ring_line(o->seq)], o->seq);
+        gcoll_shm_publish(shm, &mine->line[ring_line(o->seq)], o->seq);
     } else if (o->coll == GCOLL_COLL_BCAST) {
         gcoll_copy(o->dst, ring_payload(shm, o->root, o), o->bytes);
     } else {
         ring_fold(shm, o);
     }
-    gcoll_shm_publish(&mine->done, o->seq);
+    gcoll_shm_publish(shm, &mine->done, o->seq);
     *done = 1;
 }

@@ -157,6 +157,8 @@ static int shm_attach(gcoll_shm_t *shm, const char *name, int fd)
     return 0;
 }
 
+static int shm_light_fence(const gcoll_shm_t *shm, MPI_Comm node_comm);
+
 /* Decide how long to spin: count the distinct CPUs the host's ranks may run
  * on (the union of their affinity masks); fewer CPUs than ranks means
  * oversubscription.  Judged over the whole host, not the (possibly
@@ -202,6 +204,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     if (shm && !(shm->ring_seen = gcoll_calloc((size_t)s->size, sizeof(uint64_t)))) ok = 0;
     shm_layout(s);
     s->spin_limit = shm_spin_limit(host_comm);
+    s->light_fence = shm_light_fence(s, node_comm);
 
     if (s->rank == 0 && ok) fd = shm_create_file(s, name);
     /* a failed exchange leaves its output undefined: it is not used (the
@@ -223,8 +226,8 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     }
     if (s->rank == 0 && name[0]) shm_unlink(name);
     if (!all_ok) goto err;
-    gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes", s->map_bytes, s->size,
-               s->slice);
+    gcoll_info("shm: segment of %zu bytes for %d ranks, slice %zu bytes, %s fence on signals",
+               s->map_bytes, s->size, s->slice, s->light_fence ? "light" : "full");
     gcoll_shm_zc_setup(shm, node_comm);
     gcoll_shm_cma_setup(shm, node_comm);
     *out = shm;
@@ -322,6 +325,47 @@ void gcoll_shm_wake(gcoll_shm_line_t *line)
 #endif
 }
 
+#ifdef __linux__
+#include <linux/membarrier.h>
+#endif
+
+/* Whether this process takes part in GLOBAL_EXPEDITED membarriers (its
+ * CPUs then run a barrier when a sleeper asks): registered once. */
+static int shm_membarrier_ready(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    static int ready = -1;
+    if (ready < 0) {
+        long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+        ready = cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+                syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+    }
+    return ready;
+#else
+    return 0;
+#endif
+}
+
+void gcoll_shm_sleeper_fence(const gcoll_shm_t *shm)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    /* the light fence was agreed only where every rank registered */
+    if (shm->light_fence) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+#else
+    (void)shm;
+#endif
+}
+
+/* The light fence ("Waiting" in shm_int.h) where the node's ranks have a
+ * CPU each and every one of them takes part in membarriers; agreed, as a
+ * signaller's fence must match its sleepers'. */
+static int shm_light_fence(const gcoll_shm_t *shm, MPI_Comm node_comm)
+{
+    int mine = shm->spin_limit == SPIN_DEDICATED && shm_membarrier_ready(), all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, node_comm) != MPI_SUCCESS) return 0;
+    return all;
+}
+
 /* Sleep until the flag moves from `seen` (or 50 ms pass: the caller
  * watches the timeout); without futex, yield once. */
 static void shm_sleep(gcoll_shm_line_t *line, uint64_t seen)
@@ -345,6 +389,7 @@ static gcoll_status_t shm_wait_asleep(gcoll_shm_t *shm, const gcoll_shm_wait_t *
     double limit = shm->cfg->timeout;
     gcoll_status_t st = GCOLL_SUCCESS;
     atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
+    gcoll_shm_sleeper_fence(shm);
     for (;;) {
         uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
         if (seen >= want) break;
@@ -391,6 +436,7 @@ void gcoll_shm_park(gcoll_shm_t *shm, const gcoll_shm_wait_t *w, long max_ns)
         uint64_t want;
         gcoll_shm_line_t *line = shm_wait_line(shm, w, j, &want);
         atomic_fetch_add_explicit(&line->sleepers, 1, memory_order_seq_cst);
+        gcoll_shm_sleeper_fence(shm);
         uint64_t seen = atomic_load_explicit(&line->flag, memory_order_seq_cst);
 #ifdef __linux__
         if (seen < want) {

@@ -553,6 +553,40 @@ static void run_ring(void)
 
 /* A rank that never arrives: the others must return GCOLL_ERR_TIMEOUT naming
  * it, and later calls on that executor must fail rather than hang. */
+/* Wake-ups (shm_int.h, "Waiting"): one rank at a time arrives late by a
+ * random 0-2 ms, so the others spin, yield or sleep, and the late one's
+ * signal must wake them.  With the light fence (signallers without a full
+ * barrier, sleepers with membarrier) a lost wake-up costs the sleeper its
+ * 50 ms nap; no wait may take 20 ms more than the delay.  Step ops
+ * (allreduce) and ring ops (bcast and reduce of 8 bytes). */
+static void run_wakeups(void)
+{
+    if (size < 2) return;
+    if (rank == 0) printf("  wake-ups: %s fence on signals\n", shm->light_fence ? "light" : "full");
+    unsigned seed = 4242;
+    double worst = 0;
+    float in[2] = { 1, 2 }, out[2];
+    for (int i = 0; i < 240; i++) {
+        int late = i % size;
+        seed = seed * 1103515245u + 12345u;
+        long delay_us = (long)((seed >> 8) % 2000);
+        if (rank == late) usleep((useconds_t)delay_us);
+        double t0 = MPI_Wtime();
+        gcoll_status_t st;
+        switch (i % 3) {
+        case 0:  st = gcoll_shm_allreduce(shm, in, out, 2, GCOLL_FLOAT32, GCOLL_SUM); break;
+        case 1:  st = gcoll_shm_bcast(shm, out, 8, late); break;
+        default: st = gcoll_shm_reduce(shm, in, out, 2, GCOLL_FLOAT32, GCOLL_SUM, late); break;
+        }
+        double waited = MPI_Wtime() - t0 - (rank == late ? 0 : 1e-6 * (double)delay_us);
+        if (st) FAIL("wake-ups, call %d: %s", i, gcoll_last_error());
+        if (waited > worst) worst = waited;
+    }
+    if (worst > 0.020)
+        FAIL("wake-ups: a wait took %.1f ms beyond the late rank's delay (a lost wake-up "
+             "sleeps out its 50 ms nap)", worst * 1e3);
+}
+
 static void run_timeout(void)
 {
     if (size < 2) return;
@@ -1061,6 +1095,7 @@ int main(int argc, char **argv)
         run_back_to_back();
         run_ring();
         test_barrier();
+        run_wakeups();
         run_timeout();
     }
     gcoll_shm_destroy(shm);
