@@ -557,8 +557,10 @@ static void run_ring(void)
  * random 0-2 ms, so the others spin, yield or sleep, and the late one's
  * signal must wake them.  With the light fence (signallers without a full
  * barrier, sleepers with membarrier) a lost wake-up costs the sleeper its
- * 50 ms nap; no wait may take 20 ms more than the delay.  Step ops
- * (allreduce) and ring ops (bcast and reduce of 8 bytes). */
+ * 50 ms nap; no wait may take 45 ms more than the delay (room for a
+ * scheduler's slices where ranks share CPUs under a sanitizer, none for a
+ * nap slept out).  Step ops (allreduce) and ring ops (bcast and reduce of
+ * 8 bytes). */
 static void run_wakeups(void)
 {
     if (size < 2) return;
@@ -582,7 +584,7 @@ static void run_wakeups(void)
         if (st) FAIL("wake-ups, call %d: %s", i, gcoll_last_error());
         if (waited > worst) worst = waited;
     }
-    if (worst > 0.020)
+    if (worst > 0.045)
         FAIL("wake-ups: a wait took %.1f ms beyond the late rank's delay (a lost wake-up "
              "sleeps out its 50 ms nap)", worst * 1e3);
 }
