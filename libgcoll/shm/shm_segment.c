@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -330,20 +331,24 @@ void gcoll_shm_wake(gcoll_shm_line_t *line)
 #endif
 
 /* Whether this process takes part in GLOBAL_EXPEDITED membarriers (its
- * CPUs then run a barrier when a sleeper asks): registered once. */
-static int shm_membarrier_ready(void)
+ * CPUs then run a barrier when a sleeper asks): registered once, whichever
+ * thread makes the first segment. */
+static int membarrier_registered;
+static void shm_membarrier_register(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
-    static int ready = -1;
-    if (ready < 0) {
-        long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-        ready = cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-                syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
-    }
-    return ready;
-#else
-    return 0;
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    membarrier_registered =
+        cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 #endif
+}
+
+static int shm_membarrier_ready(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, shm_membarrier_register);
+    return membarrier_registered;
 }
 
 void gcoll_shm_sleeper_fence(const gcoll_shm_t *shm)
