@@ -516,33 +516,31 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 }
 
 /* An op that went `way` (0 or 1) took the time since t0.  The way in use:
- * fold it into that way's running cost.  A try of the other way: with
- * `cold` 0, fold it in too; with `cold` 1 (both callers), the try lasts
- * two calls (the caller keeps trying while calls >= next), the first
- * untimed: it pays for the change (the reduce's other form runs with its
- * buffers out of cache, 2-4x its steady time on the Zen 4 guest; the other
- * write way finds the lines where the last way left them), which a running
- * mean would carry through many tries, and the second's time is the way's
+ * fold it into that way's running cost.  A try of the other way lasts two
+ * calls (the caller keeps trying while calls >= next), the first untimed:
+ * it pays for the change (the reduce's other form runs with its buffers
+ * out of cache, 2-4x its steady time on the Zen 4 guest; the other write
+ * way finds the lines where the last way left them), which a running mean
+ * would carry through many tries, and the second's time is the way's
  * cost.  Then switch where it was 10% faster (and try again soon), else
- * try half as often.  The write ways took the one-call try until
- * 2026-12-06: in the Zen 4 guest's slow state it left classes on the
- * slower way (2 ranks, peer harness, 6-8 alternated launches: allreduce
- * 128 KiB 15.5-22 against 7.8-9.6 us with the two-call try, 8 KiB 0.84
- * against 0.68; bcast, allgather and reduce_scatter level or better).  A
- * day before, one run had the two-call try worse at allgather 512 KiB (55
- * against 40 us); not seen again (59 against 63). */
-static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t bytes, int cold)
+ * try half as often.  The write ways took a one-call try until 2026-12-06:
+ * in the Zen 4 guest's slow state it left classes on the slower way (2
+ * ranks, peer harness, 6-8 alternated launches: allreduce 128 KiB 15.5-22
+ * against 7.8-9.6 us with the two-call try, 8 KiB 0.84 against 0.68;
+ * bcast, allgather and reduce_scatter level or better).  A day before, one
+ * run had the two-call try worse at allgather 512 KiB (55 against 40 us);
+ * not seen again (59 against 63). */
+static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t bytes)
 {
     float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes), *c = &a->cost[way];
-    if (way == a->stream || !cold) {
+    if (way == a->stream) {
         *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
         a->tried = 0;
-        if (way == a->stream) return;
-    } else {
-        if (++a->tried <= cold) return;   /* the cold call */
-        a->tried = 0;
-        *c = ns;
+        return;
     }
+    if (++a->tried < 2) return;   /* the untimed first call of the try */
+    a->tried = 0;
+    *c = ns;
     if (*c < SHM_ADAPT_SWITCH * a->cost[a->stream]) {   /* switch; watch closely again */
         a->stream = (uint8_t)way;
         a->every  = SHM_ADAPT_PROBE;
@@ -554,7 +552,7 @@ static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t by
 
 static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes, 1);
+    if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes);
 }
 
 /* ---- the reduce's form ----------------------------------------------------
@@ -612,7 +610,7 @@ static int shm_reduce_takes_cma(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 static void shm_reduce_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (o->form_cls)
-        shm_adapt_record(&shm->adapt_reduce[o->form_cls], o->form_way, o->t0, o->bytes, 1);
+        shm_adapt_record(&shm->adapt_reduce[o->form_cls], o->form_way, o->t0, o->bytes);
 }
 
 /* ---- the phase loops ------------------------------------------------------

@@ -33,6 +33,7 @@
 #include <limits.h>
 #ifdef __linux__
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #endif
 #include "base/clock.h"
@@ -325,10 +326,6 @@ void gcoll_shm_wake(gcoll_shm_line_t *line)
     (void)line;
 #endif
 }
-
-#ifdef __linux__
-#include <linux/membarrier.h>
-#endif
 
 /* Whether this process takes part in GLOBAL_EXPEDITED membarriers (its
  * CPUs then run a barrier when a sleeper asks): registered once, whichever

@@ -749,6 +749,26 @@ static void run_nt_results(unsigned *seed)
  * must report the way it was told, and the results must not depend on it
  * (in place at every rank, so the accumulator aliases a later input on
  * ranks >= 2). */
+/* A new segment, made with cfg as it is now, in the main one's place
+ * (nothing learnt yet); 0, failed, where it could not be made. */
+static int segment_swap_in(const char *what, gcoll_shm_t **main_shm)
+{
+    gcoll_shm_t *fresh = NULL;
+    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &fresh)) {
+        FAIL("create %s: %s", what, gcoll_last_error());
+        return 0;
+    }
+    *main_shm = shm;
+    shm = fresh;
+    return 1;
+}
+
+static void segment_swap_out(gcoll_shm_t *main_shm)
+{
+    gcoll_shm_destroy(shm);
+    shm = main_shm;
+}
+
 static void write_way_tries(void);
 
 static void run_write_ways(void)
@@ -815,14 +835,12 @@ static void write_way_tries(void)
 {
     if (size < 2) return;
     int saved = cfg.shm_stream;
-    gcoll_shm_t *main_shm = shm, *fresh = NULL;
+    gcoll_shm_t *main_shm;
     cfg.shm_stream = GCOLL_SHM_STREAM_AUTO;
-    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &fresh)) {
-        FAIL("create with GCOLL_SHM_STREAM=auto: %s", gcoll_last_error());
+    if (!segment_swap_in("with GCOLL_SHM_STREAM=auto", &main_shm)) {
         cfg.shm_stream = saved;
         return;
     }
-    shm = fresh;
     size_t n = (16u << 10) / 4 + 3;   /* a one-step allreduce that chooses its way */
     float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
     for (int call = 1; call <= 20; call++) {
@@ -843,8 +861,7 @@ static void write_way_tries(void)
     free(ref);
     free(dst);
     free(src);
-    gcoll_shm_destroy(fresh);
-    shm = main_shm;
+    segment_swap_out(main_shm);
     cfg.shm_stream = saved;
 }
 
@@ -1008,14 +1025,12 @@ static void reduce_back_to_back(size_t n, int root)
 static void reduce_forms_auto(unsigned *seed)
 {
     int saved = cfg.shm_cma;
-    gcoll_shm_t *main_shm = shm, *fresh = NULL;
+    gcoll_shm_t *main_shm;
     cfg.shm_cma = GCOLL_SHM_CMA_AUTO;
-    if (gcoll_shm_create(MPI_COMM_WORLD, MPI_COMM_WORLD, &cfg, &fresh)) {
-        FAIL("create with GCOLL_SHM_CMA=auto: %s", gcoll_last_error());
+    if (!segment_swap_in("with GCOLL_SHM_CMA=auto", &main_shm)) {
         cfg.shm_cma = saved;
         return;
     }
-    shm = fresh;
     size_t n = GCOLL_SHM_CMA_REDUCE_SLICE / 4 * (size_t)size * 2 + 3;
     for (int root = 0; root < size; root++) {
         uint64_t cma0 = gcoll_shm_cma_calls(shm), copies0 = shm->reduce_copies;
@@ -1037,8 +1052,7 @@ static void reduce_forms_auto(unsigned *seed)
      * non-root leaves each reduce at its last step and starts the next one
      * before the root has finished */
     for (int root = 0; root < size; root++) reduce_back_to_back(n, root);
-    gcoll_shm_destroy(fresh);
-    shm = main_shm;
+    segment_swap_out(main_shm);
     cfg.shm_cma = saved;
 }
 
