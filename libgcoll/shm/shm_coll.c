@@ -427,12 +427,9 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  * moving virtual CPUs, an unpinned job migrating).  Measured on the
  * development VM, 2 ranks, 512 KiB-16 MiB, in its two states (8 B latency
  * 0.14 us and 0.35 us): through the cache 1.4x faster in the first,
- * streaming 1.5x faster in the second.  So each rank measures: per size
- * class, a running mean of the call's ns per byte under each way, the way in
- * use, and now and then one call tries the other: at first every 16th, then
- * twice as far apart each time the way in use stays, down to one call in 256
- * (at most ~0.2% of the time spent the slower way).  All ranks make the
- * same calls, so they probe the same call together and measure the switch
+ * streaming 1.5x faster in the second.  So each rank times both ways as
+ * it runs, per size class (shm_adapt.h says how).  All ranks make the
+ * same calls, so they try the same calls together and measure the switch
  * they would make together; a rank-local choice needs no agreement (readers
  * find res where they always do).
  *
@@ -458,18 +455,8 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  * followed that noise, and the default's 4 KiB allreduce settled on the
  * slower way, 1.9x the same algorithm forced in the same launch
  * (check_selection.sh, 7 launches). */
-#define SHM_ADAPT_PROBE     16     /* first try at the 16th call ... */
-#define SHM_ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
-#define SHM_ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
 #define SHM_STREAM_IN_MIN   (8u << 10)   /* one-step allreduces, allgather and reduce_scatter
                                           * chunks this large choose too */
-
-static int shm_size_class(size_t bytes)
-{
-    int c = 0;
-    while (bytes >>= 1) c++;
-    return c < GCOLL_SHM_ADAPT_CLASSES ? c : GCOLL_SHM_ADAPT_CLASSES - 1;
-}
 
 /* A bcast root's, an allgather's and a reduce_scatter's copy-in have the
  * same choice as a reducer's slice: the readers copy the chunk out of this
@@ -485,22 +472,6 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
     }
 }
 
-/* Whether a class's call number `call` tries the way not in use: from the
- * 16th call, until a try has been learnt (>=, not ==: a try that did not
- * learn, because the op went zero-copy after it was picked, is made again
- * by the next call instead of ending the tries of this class for good). */
-static int shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call)
-{
-    return call >= (a->every ? a->next : SHM_ADAPT_PROBE);
-}
-
-/* Count a call of this class (the first one starts the schedule). */
-static void shm_adapt_count(gcoll_shm_adapt_t *a)
-{
-    if (!a->every) a->next = a->every = SHM_ADAPT_PROBE;
-    a->calls++;
-}
-
 static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (!o->dst) return;   /* a non-root of reduce writes res only */
@@ -508,46 +479,17 @@ static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
         return;
     }
-    o->cls = (uint8_t)shm_size_class(o->bytes);   /* nonzero: the op learns at its end */
+    o->cls = (uint8_t)gcoll_shm_adapt_class(o->bytes);   /* nonzero: the op learns at its end */
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
-    shm_adapt_count(a);
-    o->stream = (uint8_t)(a->stream ^ shm_adapt_due(a, a->calls));
+    gcoll_shm_adapt_count(a);
+    o->stream = (uint8_t)gcoll_shm_adapt_way(a);
     o->t0 = gcoll_clock_now();
 }
 
-/* An op that went `way` (0 or 1) took the time since t0.  The way in use:
- * fold it into that way's running cost.  A try of the other way lasts two
- * calls (the caller keeps trying while calls >= next), the first untimed:
- * it pays for the change (the reduce's other form runs with its buffers
- * out of cache, 2-4x its steady time on the Zen 4 guest; the other write
- * way finds the lines where the last way left them), which a running mean
- * would carry through many tries, and the second's time is the way's
- * cost.  Then switch where it was 10% faster (and try again soon), else
- * try half as often.  The write ways took a one-call try until 2026-12-06:
- * in the Zen 4 guest's slow state it left classes on the slower way (2
- * ranks, peer harness, 6-8 alternated launches: allreduce 128 KiB 15.5-22
- * against 7.8-9.6 us with the two-call try, 8 KiB 0.84 against 0.68;
- * bcast, allgather and reduce_scatter level or better).  A day before, one
- * run had the two-call try worse at allgather 512 KiB (55 against 40 us);
- * not seen again (59 against 63). */
+/* An op that went `way` took the time since t0: learn its ns per byte. */
 static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t bytes)
 {
-    float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes), *c = &a->cost[way];
-    if (way == a->stream) {
-        *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
-        a->tried = 0;
-        return;
-    }
-    if (++a->tried < 2) return;   /* the untimed first call of the try */
-    a->tried = 0;
-    *c = ns;
-    if (*c < SHM_ADAPT_SWITCH * a->cost[a->stream]) {   /* switch; watch closely again */
-        a->stream = (uint8_t)way;
-        a->every  = SHM_ADAPT_PROBE;
-    } else if (a->every < SHM_ADAPT_PROBE_MAX) {
-        a->every *= 2;
-    }
-    a->next = a->calls + a->every;
+    gcoll_shm_adapt_record(a, way, (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes));
 }
 
 static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
@@ -583,7 +525,7 @@ static void shm_reduce_publish(gcoll_shm_t *shm, uint64_t q)
     uint8_t *slot = shm->ctrl[shm->rank].reduce_form[q & 1];
     for (int c = 0; c < GCOLL_SHM_ADAPT_CLASSES; c++) {
         const gcoll_shm_adapt_t *a = &shm->adapt_reduce[c];
-        slot[c] = (uint8_t)((a->stream ^ shm_adapt_due(a, a->calls + 1)) + 1);
+        slot[c] = (uint8_t)((a->stream ^ gcoll_shm_adapt_due(a, a->calls + 1)) + 1);
     }
 }
 
@@ -593,12 +535,12 @@ static int shm_reduce_takes_cma(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (shm->cfg->shm_cma != GCOLL_SHM_CMA_AUTO) return 1;
     uint64_t q = shm->reduce_seq++;
-    int cls = shm_size_class(o->bytes);
+    int cls = gcoll_shm_adapt_class(o->bytes);
     int wish = shm->ctrl[o->root].reduce_form[q & 1][cls];
     int way = wish ? wish - 1 : SHM_WAY_CMA;
     shm_reduce_publish(shm, q + 1);
     if (shm->rank == o->root) {
-        shm_adapt_count(&shm->adapt_reduce[cls]);
+        gcoll_shm_adapt_count(&shm->adapt_reduce[cls]);
         o->form_cls = (uint8_t)cls;
         o->form_way = (uint8_t)way;
         o->t0 = gcoll_clock_now();

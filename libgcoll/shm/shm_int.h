@@ -66,6 +66,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "shm/shm.h"
+#include "shm/shm_adapt.h"
 
 #define GCOLL_SHM_LINE    128  /* two cache lines: Intel's adjacent-line
                                 * prefetcher pairs them, so padding to one
@@ -115,9 +116,6 @@ typedef struct {
     unsigned char    pad[GCOLL_SHM_LINE - 68];
 } gcoll_shm_line_t;
 
-/* size classes of the adaptive choices: log2 of a call's bytes */
-#define GCOLL_SHM_ADAPT_CLASSES 48
-
 /* A large reduce's form (shm_coll.c, "The reduce's form"): 0 nothing
  * published yet (the single copy), else SHM_WAY + 1. */
 typedef struct {
@@ -140,19 +138,6 @@ typedef struct {
 } gcoll_shm_ring_t;
 
 
-/* How this rank writes the slice it reduced, per size class (log2 of the
- * call's bytes): through the cache or streamed past it (shm_coll.c,
- * "Writing the reduced slice").  Rank-local: readers find the slice where
- * they always do, whichever way it was written. */
-
-typedef struct {
-    uint32_t calls;       /* large allreduces of this class so far */
-    uint32_t next;        /* the call that tries the other way */
-    uint32_t every;       /* calls between such tries */
-    uint8_t  stream;      /* the way in use: 1 = streaming stores */
-    uint8_t  tried;       /* calls of the try in progress (the first is not timed) */
-    float    cost[2];     /* running mean of ns per byte, by way; 0 = unknown */
-} gcoll_shm_adapt_t;
 
 /* Where the op in progress puts its data in a parity's window (set when it
  * starts, the same on every rank; shm_coll.c, "Where an op puts its data"):

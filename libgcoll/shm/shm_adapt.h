@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Choosing between two ways of doing the same work by timing both while
+ * the job runs, per size class (log2 of a call's bytes).  The shared-memory
+ * executor has two such choices (shm_coll.c): how a rank writes what its
+ * peers read (through the cache or streamed past it), and a large
+ * reduce's form (single copy or copying pipeline).  Which way is faster
+ * depends on where the ranks run relative to each other, and on a guest
+ * on the moment, so neither can be fixed at build or calibration time.
+ *
+ * The schedule (shm_adapt.c): the way in use is timed on every call into a
+ * running mean; the other way is tried on the 16th call of the class, and
+ * then twice as far apart each time it loses, down to one try in 256
+ * calls; it wins where it is 10% faster.  A try lasts two calls, the first
+ * untimed.
+ *
+ * Pure: the caller times its calls, and decides what a "call" is (every
+ * rank of a write way counts its own calls; a reduce's form is the root's
+ * choice, agreed through the segment). */
+#ifndef GCOLL_SHM_ADAPT_H
+#define GCOLL_SHM_ADAPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* size classes: log2 of a call's bytes */
+#define GCOLL_SHM_ADAPT_CLASSES 48
+
+typedef struct {
+    uint32_t calls;       /* calls of this class so far */
+    uint32_t next;        /* the call that tries the other way */
+    uint32_t every;       /* calls between such tries */
+    uint8_t  stream;      /* the way in use (0 or 1; for the write ways 1 = streaming stores) */
+    uint8_t  tried;       /* calls of the try in progress (the first is not timed) */
+    float    cost[2];     /* running mean of ns per byte, by way; 0 = unknown */
+} gcoll_shm_adapt_t;
+
+/* The size class of a call of this many bytes. */
+int gcoll_shm_adapt_class(size_t bytes);
+
+/* Count a call of this class (the first starts the schedule). */
+void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a);
+
+/* Whether the class's call number `call` tries the way not in use. */
+int gcoll_shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call);
+
+/* The way a counted call takes: the one in use, or the other on a try. */
+static inline int gcoll_shm_adapt_way(const gcoll_shm_adapt_t *a)
+{
+    return a->stream ^ gcoll_shm_adapt_due(a, a->calls);
+}
+
+/* A call that went `way` took ns_per_byte: learn from it. */
+void gcoll_shm_adapt_record(gcoll_shm_adapt_t *a, int way, float ns_per_byte);
+
+#endif

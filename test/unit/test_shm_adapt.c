@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The adaptive choice between two ways (libgcoll/shm/shm_adapt.h), fed
+ * made-up times: where the tries fall, when the way switches, that a try's
+ * first call is not timed, that a change of the machine is caught at the
+ * next scheduled try, and that two level ways are not tried more than the
+ * schedule says.  One line per failure; exit 1 on any. */
+#include <stdio.h>
+#include "shm/shm_adapt.h"
+
+static int n_checks, n_fail;
+
+#define CHECK(cond, ...) \
+    do { \
+        n_checks++; \
+        if (!(cond)) { \
+            n_fail++; \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            printf(__VA_ARGS__); \
+            printf("\n"); \
+        } \
+    } while (0)
+
+/* ns per byte of call `call` (from 1) going `way` */
+typedef float (*cost_fn)(int way, uint32_t call);
+
+/* Calls first..last as a caller makes them: count, take the way, time it.
+ * The calls that did not go the way in use at their start (tries) are
+ * written to tries[] (at most max); returns how many there were. */
+static int run(gcoll_shm_adapt_t *a, uint32_t first, uint32_t last, cost_fn cost,
+               uint32_t *tries, int max)
+{
+    int n = 0;
+    for (uint32_t call = first; call <= last; call++) {
+        gcoll_shm_adapt_count(a);
+        int way = gcoll_shm_adapt_way(a);
+        if (way != a->stream && n < max) tries[n] = call;
+        n += way != a->stream;
+        gcoll_shm_adapt_record(a, way, cost(way, call));
+    }
+    return n;
+}
+
+static float slower_other(int way, uint32_t call) { (void)call; return way ? 2.0f : 1.0f; }
+static float faster_other(int way, uint32_t call) { (void)call; return way ? 0.8f : 1.0f; }
+static float nearly_level(int way, uint32_t call) { (void)call; return way ? 0.95f : 1.0f; }
+
+/* The try's first call pays for the change (100x); its second is fast. */
+static float costly_change(int way, uint32_t call)
+{
+    if (!way) return 1.0f;
+    return call == 16 ? 100.0f : 0.5f;
+}
+
+/* Way 0 is faster until call 200, then 5x slower (the machine changed). */
+static float state_change(int way, uint32_t call)
+{
+    if (way) return 2.0f;
+    return call <= 200 ? 1.0f : 5.0f;
+}
+
+/* Level ways, each call +-5% (a fixed pseudo-random sequence). */
+static float noisy_level(int way, uint32_t call)
+{
+    uint32_t h = call * 2654435761u ^ (uint32_t)way * 40503u;
+    float jitter = (float)(h % 1001u) / 1000.0f * 0.1f - 0.05f;   /* -5% .. +5% */
+    return (way ? 1.02f : 1.0f) * (1.0f + jitter);
+}
+
+static void test_schedule(void)
+{
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[32];
+    int n = run(&a, 1, 800, slower_other, t, 32);
+    /* pairs: 16-17, then 32, 64, 128, 256, 256 calls after each try's end */
+    static const uint32_t want[] = { 16, 17, 49, 50, 114, 115, 243, 244, 500, 501, 757, 758 };
+    int m = (int)(sizeof(want) / sizeof(want[0]));
+    CHECK(n == m, "%d tries of the slower way in 800 calls, want %d", n, m);
+    for (int i = 0; i < n && i < m; i++)
+        CHECK(t[i] == want[i], "try %d at call %u, want %u", i, t[i], want[i]);
+    CHECK(a.stream == 0, "way in use %d after losing tries, want 0", a.stream);
+}
+
+static void test_switch(void)
+{
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[8];
+    run(&a, 1, 17, faster_other, t, 8);
+    CHECK(a.stream == 1, "way %d after a try 20%% faster, want 1", a.stream);
+    int n = run(&a, 18, 40, faster_other, t, 8);
+    CHECK(n == 2 && t[0] == 33, "after switching, %d tries from call %u, want 2 from 33 "
+          "(16 calls after the switch)", n, n ? t[0] : 0);
+    CHECK(a.stream == 1, "way %d after the old way lost its try, want 1", a.stream);
+
+    gcoll_shm_adapt_t b = { 0 };
+    run(&b, 1, 17, nearly_level, t, 8);
+    CHECK(b.stream == 0, "way %d after a try only 5%% faster, want 0 (10%% needed)", b.stream);
+}
+
+static void test_untimed_first_call(void)
+{
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[8];
+    run(&a, 1, 17, costly_change, t, 8);
+    CHECK(a.stream == 1, "way %d: the try's second call was 2x faster, its first (the change) "
+          "100x slower; want 1 (the first is not timed)", a.stream);
+}
+
+static void test_state_change(void)
+{
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[16];
+    run(&a, 1, 200, state_change, t, 16);
+    CHECK(a.stream == 0 && a.next > 240, "before the change: way %d, next try %u (want 0, "
+          "past 240)", a.stream, a.next);
+    int n = run(&a, 201, 250, state_change, t, 16);
+    CHECK(n >= 1 && t[0] == 243, "after way 0 grew 5x slower at call 201, the first try at "
+          "call %u, want 243 (the schedule's)", n ? t[0] : 0);
+    CHECK(a.stream == 1, "way %d by call 250, want 1", a.stream);
+}
+
+static void test_level_ways(void)
+{
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[64];
+    int n = run(&a, 1, 4000, noisy_level, t, 64);
+    /* 16-17, then 32, 64, 128 and every 256 calls: 36 try calls in 4000 */
+    CHECK(n == 36, "%d try calls in 4000 between ways level within 2%% (+-5%% noise), want "
+          "36", n);
+}
+
+int main(void)
+{
+    test_schedule();
+    test_switch();
+    test_untimed_first_call();
+    test_state_change();
+    test_level_ways();
+    printf("test_shm_adapt: %d checks, %d failed\n", n_checks, n_fail);
+    return n_fail != 0;
+}
