@@ -289,7 +289,7 @@ static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     for (int k = 0; k < shm->size; k++)
         in[k] = k == me ? a->src + s.off * a->dts : shm_slot(shm, k, rp, me);
     unsigned char *res = shm_res(shm, me, gcoll_shm_wpar(shm));
-    if (a->stream) {
+    if (a->stream && a->dst) {   /* a reduce's non-root streams its inputs only */
         shm_fold(shm, a->dst + s.off * a->dts, res, FOLD_NT_COPY | (a->nt ? FOLD_NT_OUT : 0), in,
                  shm->size, s.len, a->dtype, a->op, scratch);
         shm_copy_done(1);   /* before the step publishes res */
@@ -468,21 +468,40 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
     case GCOLL_COLL_BCAST:          return &shm->adapt_bcast[o->cls];
     case GCOLL_COLL_ALLGATHER:      return &shm->adapt_ag[o->cls];
     case GCOLL_COLL_REDUCE_SCATTER: return &shm->adapt_rs[o->cls];
+    case GCOLL_COLL_REDUCE:         return &shm->adapt_rw[o->cls];
     default:                        return &shm->adapt[o->cls];
     }
 }
 
+/* A reduce's non-roots write the inputs that its root reads, and leave
+ * before the root has read them: their own time does not show what their
+ * way costs, the root's does.  So the root times the way per size class
+ * and writes it in its control block for the non-roots, which take it at
+ * their next call of the class (a hint: either way is correct, and the
+ * non-roots, at most one call ahead, take the root's way of this call or
+ * the last; a try's second, timed, call always has it).  2 ranks, 128 KiB
+ * reduce, non-roots' inputs streamed against through the cache: 16.2
+ * against 5.1 us in the Zen 4 guest's slow state, 14.2 against 28.0 in
+ * its busy one (docs/PERFORMANCE.md). */
 static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
-    if (!o->dst) return;   /* a non-root of reduce writes res only */
     if (shm->cfg->shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
         o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
         return;
     }
-    o->cls = (uint8_t)gcoll_shm_adapt_class(o->bytes);   /* nonzero: the op learns at its end */
+    int cls = gcoll_shm_adapt_class(o->bytes);
+    if (!o->dst) {   /* a reduce's non-root: the root's way */
+        o->stream = atomic_load_explicit(&shm->ctrl[o->root].reduce_way[cls],
+                                         memory_order_relaxed);
+        return;
+    }
+    o->cls = (uint8_t)cls;   /* nonzero: the op learns at its end */
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     gcoll_shm_adapt_count(a);
     o->stream = (uint8_t)gcoll_shm_adapt_way(a);
+    if (o->coll == GCOLL_COLL_REDUCE)   /* the root: for its non-roots */
+        atomic_store_explicit(&shm->ctrl[shm->rank].reduce_way[cls], o->stream,
+                              memory_order_relaxed);
     o->t0 = gcoll_clock_now();
 }
 
@@ -801,7 +820,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         o->tiny    = o->bytes <= GCOLL_SHM_INLINE;
         o->last    = 1;
         if (!o->tiny) shm_place(shm, 0, o->bytes, GCOLL_SHM_FOLD_BLOCK);   /* scratch: shm_ar_small_fold */
-        if (o->publish && o->bytes >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
+        if ((o->publish || o->dst) && o->bytes >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
         return GCOLL_SUCCESS;
     }
     o->form = SHM_FORM_AR_LARGE;

@@ -123,6 +123,10 @@ typedef struct {
     /* the owner's choice for the reduces it roots, by size class, for the
      * large reduce after the one that wrote it: [reduce_seq & 1] */
     _Alignas(GCOLL_SHM_LINE) uint8_t reduce_form[2][GCOLL_SHM_ADAPT_CLASSES];
+    /* the owner's write way for the non-roots of the reduces it roots, by
+     * size class (shm_coll.c, "Writing the reduced slice"): a hint, read
+     * whenever, every value correct; 1 = streaming stores */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint8_t reduce_way[GCOLL_SHM_ADAPT_CLASSES];
 } gcoll_shm_ctrl_t;
 
 _Static_assert(sizeof(gcoll_shm_line_t) == GCOLL_SHM_LINE, "line layout");
@@ -175,7 +179,9 @@ struct gcoll_shm {
     size_t            map_bytes;
     gcoll_shm_ctrl_t *ctrl;        /* [size], at base */
     unsigned char    *data;        /* region of rank 0 */
-    gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];        /* allreduce / reduce */
+    gcoll_shm_adapt_t adapt[GCOLL_SHM_ADAPT_CLASSES];        /* allreduce */
+    gcoll_shm_adapt_t adapt_rw[GCOLL_SHM_ADAPT_CLASSES];     /* a reduce root's and its
+                                                              * non-roots' writes */
     gcoll_shm_adapt_t adapt_bcast[GCOLL_SHM_ADAPT_CLASSES];  /* a bcast root's copy-in */
     gcoll_shm_adapt_t adapt_ag[GCOLL_SHM_ADAPT_CLASSES];     /* an allgather's copy-in */
     gcoll_shm_adapt_t adapt_rs[GCOLL_SHM_ADAPT_CLASSES];     /* a reduce_scatter's copy-in */

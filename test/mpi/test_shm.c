@@ -770,6 +770,7 @@ static void segment_swap_out(gcoll_shm_t *main_shm)
 }
 
 static void write_way_tries(void);
+static void reduce_write_way(void);
 
 static void run_write_ways(void)
 {
@@ -818,6 +819,7 @@ static void run_write_ways(void)
     }
     cfg.shm_stream = saved;
     write_way_tries();
+    reduce_write_way();
     run_nt_results(&seed);
     if (gcoll_shm_cma_calls(copying))
         FAIL("a segment made with GCOLL_SHM_CMA=off ran %llu single copies",
@@ -857,6 +859,49 @@ static void write_way_tries(void)
         if (call <= 17 && o.stream != want)
             FAIL("auto write way, call %d: streamed=%d, want %d (calls 1-15 through the cache, "
                  "16-17 the try)", call, o.stream, want);
+    }
+    free(ref);
+    free(dst);
+    free(src);
+    segment_swap_out(main_shm);
+    cfg.shm_stream = saved;
+}
+
+/* A reduce's non-roots write what its root reads, so the root times the
+ * write way and its non-roots take the root's way from the segment (a
+ * hint).  On a fresh segment with GCOLL_SHM_STREAM=auto, 128 KiB reduces
+ * to rank 0 (the pipeline): calls 1-15 through the cache on every rank, the root's try
+ * at calls 16-17 streamed, and a non-root, which takes the root's way of
+ * this call or the last, streams at call 17; the results match MPI's. */
+static void reduce_write_way(void)
+{
+    if (size < 2) return;
+    int saved = cfg.shm_stream;
+    gcoll_shm_t *main_shm;
+    cfg.shm_stream = GCOLL_SHM_STREAM_AUTO;
+    if (!segment_swap_in("with GCOLL_SHM_STREAM=auto", &main_shm)) {
+        cfg.shm_stream = saved;
+        return;
+    }
+    size_t n = (128u << 10) / 4 + 3;   /* the pipeline: past the ring and one step, no
+                                         * single copy (slices under 128 KiB) */
+    float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
+    for (int call = 1; call <= 20; call++) {
+        for (size_t i = 0; i < n; i++) src[i] = (float)((i * 5 + (size_t)rank + (size_t)call) % 11);
+        MPI_Reduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+        gcoll_shm_op_t o;
+        gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_REDUCE, src, dst, n,
+                                               GCOLL_FLOAT32, GCOLL_SUM, 0, 0);
+        int done = 0;
+        while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+        if (st) FAIL("auto reduce write way, call %d: %s", call, gcoll_last_error());
+        if (rank == 0 && memcmp(dst, ref, n * 4))
+            FAIL("auto reduce write way, call %d: result differs from MPI's", call);
+        int want = rank == 0 ? call == 16 || call == 17 : call == 17;
+        if ((call <= 15 || call == 17 || (rank == 0 && call == 16)) && o.stream != want)
+            FAIL("auto reduce write way, %s, call %d: streamed=%d, want %d (calls 1-15 through "
+                 "the cache, the root's try at 16-17, its non-roots' by 17)",
+                 rank == 0 ? "root" : "non-root", call, o.stream, want);
     }
     free(ref);
     free(dst);
