@@ -122,7 +122,7 @@ void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt)
 #endif
 }
 /* Streaming stores are weakly ordered: fence them before the call returns. */
-static void shm_copy_done(int nt)
+void gcoll_shm_copy_done(int nt)
 {
 #if defined(__x86_64__)
     if (nt) _mm_sfence();
@@ -292,7 +292,7 @@ static void shm_ar_reduce(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
     if (a->stream && a->dst) {   /* a reduce's non-root streams its inputs only */
         shm_fold(shm, a->dst + s.off * a->dts, res, FOLD_NT_COPY | (a->nt ? FOLD_NT_OUT : 0), in,
                  shm->size, s.len, a->dtype, a->op, scratch);
-        shm_copy_done(1);   /* before the step publishes res */
+        gcoll_shm_copy_done(1);   /* before the step publishes res */
         return;
     }
     shm_fold(shm, res, a->dst ? a->dst + s.off * a->dts : NULL, a->nt ? FOLD_NT_COPY : 0, in,
@@ -318,7 +318,7 @@ static void shm_ar_copy_in(gcoll_shm_t *shm, const shm_red_args_t *a, size_t i)
             gcoll_shm_copy(shm_slot(shm, shm->rank, wp, j), a->src + s.off * a->dts,
                            s.len * a->dts, a->stream);
     }
-    shm_copy_done(a->stream);   /* before the step publishes the slots */
+    gcoll_shm_copy_done(a->stream);   /* before the step publishes the slots */
 }
 
 /* The one-step form costs every rank P * bytes of reduction, the pipeline
@@ -392,7 +392,7 @@ static void shm_rs_copy_in(gcoll_shm_t *shm, const shm_rs_plan_t *pl, const shm_
             gcoll_shm_copy(shm_rs_slot(shm, pl, shm->rank, wp, j), a->src + s.off * a->dts,
                            s.len * a->dts, a->stream);
     }
-    shm_copy_done(a->stream);   /* before the step publishes the slots */
+    gcoll_shm_copy_done(a->stream);   /* before the step publishes the slots */
 }
 
 /* ---- allgather and bcast -------------------------------------------------- */
@@ -435,7 +435,7 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  *
  * The way covers every write of an allreduce that the peers read: res, and
  * the copy of the inputs into the slots (pipeline) or the area (one step,
- * from SHM_STREAM_IN_MIN).  In the VM's slow state the peers' reads of
+ * from GCOLL_SHM_STREAM_IN_MIN).  In the VM's slow state the peers' reads of
  * lines still modified in this core's cache cost 450-610 ns each (a
  * ping-pong across core complexes), against 130-190 ns in the fast state;
  * from memory they stream.  Measured 2026-12-03, 2 ranks, --algo shm, 6
@@ -455,8 +455,6 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
  * followed that noise, and the default's 4 KiB allreduce settled on the
  * slower way, 1.9x the same algorithm forced in the same launch
  * (check_selection.sh, 7 launches). */
-#define SHM_STREAM_IN_MIN   (8u << 10)   /* one-step allreduces, allgather and reduce_scatter
-                                          * chunks this large choose too */
 
 /* A bcast root's, an allgather's and a reduce_scatter's copy-in have the
  * same choice as a reducer's slice: the readers copy the chunk out of this
@@ -483,7 +481,7 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
  * reduce, non-roots' inputs streamed against through the cache: 16.2
  * against 5.1 us in the Zen 4 guest's slow state, 14.2 against 28.0 in
  * its busy one (docs/PERFORMANCE.md). */
-static void shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+void gcoll_shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (shm->cfg->shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
         o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
@@ -511,7 +509,7 @@ static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t by
     gcoll_shm_adapt_record(a, way, (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes));
 }
 
-static void shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+void gcoll_shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes);
 }
@@ -610,7 +608,7 @@ static void shm_body_ar_small(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
             gcoll_copy(gcoll_shm_inline(shm, me, wp), o->src, o->bytes);
         } else if (o->publish) {   /* streamed where this rank measured it faster */
             gcoll_shm_copy(gcoll_shm_area(shm, me, wp), o->src, o->bytes, o->stream);
-            shm_copy_done(o->stream);   /* before the step publishes it */
+            gcoll_shm_copy_done(o->stream);   /* before the step publishes it */
         }
     } else if (a.dst) {
         shm_ar_small_fold(shm, &a, o->tiny);
@@ -626,7 +624,7 @@ static void shm_body_ar_large(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     if (t >= 1 && t <= n) shm_ar_reduce(shm, &a, t - 1);
     if (t >= 2 && a.dst) shm_ar_copy_out(shm, &a, t - 2);
     if (t < n) shm_ar_copy_in(shm, &a, t);
-    if (t == o->last) shm_copy_done(a.nt);
+    if (t == o->last) gcoll_shm_copy_done(a.nt);
 }
 
 static void shm_body_rs(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
@@ -643,14 +641,14 @@ static void shm_body_ag(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     unsigned char *own = o->dst + gcoll_block_off(o->count, shm->size, shm->rank) * o->dts;
     if (o->t >= 1) {
         shm_ag_copy_out(shm, o->dst, o->count, o->dts, o->sub, o->tiny, o->t - 1, o->nt);
-        shm_copy_done(o->nt);   /* the result complete when the call returns */
+        gcoll_shm_copy_done(o->nt);   /* the result complete when the call returns */
     }
     if (o->t < o->n) {
         size_t off = o->t * o->sub;
         if (off < own_len)
             gcoll_shm_copy(shm_flat(shm, o->tiny, shm->rank, gcoll_shm_wpar(shm)), own + off,
                            min_sz(o->sub, own_len - off), o->stream);
-        shm_copy_done(o->stream);   /* before the step publishes the chunk */
+        gcoll_shm_copy_done(o->stream);   /* before the step publishes the chunk */
     }
 }
 
@@ -661,13 +659,13 @@ static void shm_body_bcast(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
         size_t off = (o->t - 1) * o->sub;
         gcoll_shm_copy(o->dst + off, shm_flat(shm, o->tiny, o->root, gcoll_shm_rpar(shm)),
                        min_sz(o->sub, o->bytes - off), o->nt);
-        shm_copy_done(o->nt);   /* the result complete when the call returns */
+        gcoll_shm_copy_done(o->nt);   /* the result complete when the call returns */
     }
     if (o->t < o->n && me == o->root) {
         size_t off = o->t * o->sub;
         gcoll_shm_copy(shm_flat(shm, o->tiny, o->root, gcoll_shm_wpar(shm)), o->dst + off,
                  min_sz(o->sub, o->bytes - off), o->stream);
-        shm_copy_done(o->stream);   /* before the step publishes the chunk */
+        gcoll_shm_copy_done(o->stream);   /* before the step publishes the chunk */
     }
 }
 
@@ -749,9 +747,9 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         o->waiting = 1;
     }
     switch (o->form) {   /* the forms that choose (o->cls 0: this op did not) */
-    case SHM_FORM_AR_LARGE: shm_adapt_learn(shm, o); shm_reduce_learn(shm, o); break;
+    case SHM_FORM_AR_LARGE: gcoll_shm_adapt_learn(shm, o); shm_reduce_learn(shm, o); break;
     case SHM_FORM_AR_SMALL: case SHM_FORM_BCAST:
-    case SHM_FORM_AG:       case SHM_FORM_RS:       shm_adapt_learn(shm, o); break;
+    case SHM_FORM_AG:       case SHM_FORM_RS:       gcoll_shm_adapt_learn(shm, o); break;
     case SHM_FORM_CMA:      shm_reduce_learn(shm, o); break;
     default:                break;
     }
@@ -820,7 +818,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         o->tiny    = o->bytes <= GCOLL_SHM_INLINE;
         o->last    = 1;
         if (!o->tiny) shm_place(shm, 0, o->bytes, GCOLL_SHM_FOLD_BLOCK);   /* scratch: shm_ar_small_fold */
-        if ((o->publish || o->dst) && o->bytes >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);
+        if ((o->publish || o->dst) && o->bytes >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_adapt_pick(shm, o);
         return GCOLL_SUCCESS;
     }
     o->form = SHM_FORM_AR_LARGE;
@@ -832,7 +830,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         stride = ceil_div(stride, 64) * 64;
         shm_place(shm, stride, (size_t)(shm->size + 1) * stride, 0);
     }
-    shm_adapt_pick(shm, o);
+    gcoll_shm_adapt_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 
@@ -857,7 +855,7 @@ static gcoll_status_t shm_start_rs(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->form  = SHM_FORM_RS;
     o->last  = o->n;
     o->bytes = o->count * o->dts;
-    if (maxlen * o->dts >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);   /* never inline */
+    if (maxlen * o->dts >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_adapt_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
 
@@ -882,7 +880,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->form  = SHM_FORM_AG;
     if (!o->tiny) shm_place(shm, 0, min_sz(maxlen, o->sub), 0);
     o->last  = o->n;
-    if (maxlen >= SHM_STREAM_IN_MIN) shm_adapt_pick(shm, o);   /* never inline */
+    if (maxlen >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_adapt_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
 
@@ -905,7 +903,7 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->nt   = o->bytes >= GCOLL_SHM_NT_MIN;   /* the readers' results bypass the caches */
     if (!o->tiny) shm_place(shm, 0, min_sz(o->bytes, o->sub), 0);
     o->last = o->n;
-    if (shm->rank == o->root) shm_adapt_pick(shm, o);
+    if (shm->rank == o->root) gcoll_shm_adapt_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 

@@ -292,6 +292,19 @@ void gcoll_shm_fold_inputs(const gcoll_shm_t *shm, void *out, const void *const 
  * than the caches; gcoll_shm_copy's callers fence (sfence) before they
  * publish what it wrote (shm_coll.c). */
 void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt);
+/* That fence, after streaming stores (nt); nothing otherwise. */
+void gcoll_shm_copy_done(int nt);
+
+/* The write way of what the peers read: through the cache, or streamed
+ * (shm_coll.c, "Writing the reduced slice").  Copies this large choose it
+ * per call (one-step allreduces, allgather, reduce_scatter and bcast
+ * chunks, a reduce's ring payloads); smaller ones go through the cache. */
+#define GCOLL_SHM_STREAM_IN_MIN (8u << 10)
+/* The way of op o into o->stream: the user's (GCOLL_SHM_STREAM), the one
+ * this rank has timed faster, or a reduce's non-root the root's; at the
+ * op's end, learn from its time. */
+void gcoll_shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+void gcoll_shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o);
 
 /* The ring forms (shm_ring.c), for bcasts of at most GCOLL_SHM_RING_SLOT
  * bytes and small reduces: starting one; running it (never blocks). */

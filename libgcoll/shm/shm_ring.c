@@ -113,9 +113,15 @@ static unsigned char *ring_payload(const gcoll_shm_t *shm, int j, const gcoll_sh
     return ring->slot + k * GCOLL_SHM_RING_SLOT;
 }
 
+/* A reduce's payloads from GCOLL_SHM_STREAM_IN_MIN choose their write way
+ * as the step forms' do: the root times its calls (it reads what the
+ * non-roots wrote) and the non-roots take its way (gcoll_shm_adapt_pick).
+ * ... */
 void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     o->seq = ++shm->ring_seq;
+    if (o->coll == GCOLL_COLL_REDUCE && o->bytes >= GCOLL_SHM_STREAM_IN_MIN)
+        gcoll_shm_adapt_pick(shm, o);
 }
 
 /* The reduce's root: every rank's input in rank order, its own from src. */
@@ -169,12 +175,14 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
     o->waiting = 0;
     gcoll_shm_ring_t *mine = gcoll_shm_ring(shm, shm->rank);
     if (ring_writes(shm, o)) {
-        gcoll_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
+        gcoll_shm_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes, o->stream);
+        gcoll_shm_copy_done(o->stream);   /* before the flag publishes it */
         gcoll_shm_publish(shm, &mine->line[ring_line(o->seq)], o->seq);
     } else if (o->coll == GCOLL_COLL_BCAST) {
         gcoll_copy(o->dst, ring_payload(shm, o->root, o), o->bytes);
     } else {
         ring_fold(shm, o);
+        gcoll_shm_adapt_learn(shm, o);   /* the root: what its way cost */
     }
     gcoll_shm_publish(shm, &mine->done, o->seq);
     *done = 1;

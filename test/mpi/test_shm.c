@@ -869,10 +869,12 @@ static void write_way_tries(void)
 
 /* A reduce's non-roots write what its root reads, so the root times the
  * write way and its non-roots take the root's way from the segment (a
- * hint).  On a fresh segment with GCOLL_SHM_STREAM=auto, 128 KiB reduces
- * to rank 0 (the pipeline): calls 1-15 through the cache on every rank, the root's try
- * at calls 16-17 streamed, and a non-root, which takes the root's way of
- * this call or the last, streams at call 17; the results match MPI's. */
+ * hint).  On a fresh segment with GCOLL_SHM_STREAM=auto, reduces to rank
+ * 0 through the ring (16 KiB) and the pipeline (128 KiB): calls 1-15
+ * through the cache on every rank, the root's try at calls 16-17
+ * streamed, and a non-root, which takes the root's way of this call or the
+ * last (a barrier before each call: ring writers may run calls ahead),
+ * streams at call 17; the results match MPI's. */
 static void reduce_write_way(void)
 {
     if (size < 2) return;
@@ -883,29 +885,32 @@ static void reduce_write_way(void)
         cfg.shm_stream = saved;
         return;
     }
-    size_t n = (128u << 10) / 4 + 3;   /* the pipeline: past the ring and one step, no
-                                         * single copy (slices under 128 KiB) */
-    float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
-    for (int call = 1; call <= 20; call++) {
-        for (size_t i = 0; i < n; i++) src[i] = (float)((i * 5 + (size_t)rank + (size_t)call) % 11);
-        MPI_Reduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-        gcoll_shm_op_t o;
-        gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_REDUCE, src, dst, n,
-                                               GCOLL_FLOAT32, GCOLL_SUM, 0, 0);
-        int done = 0;
-        while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
-        if (st) FAIL("auto reduce write way, call %d: %s", call, gcoll_last_error());
-        if (rank == 0 && memcmp(dst, ref, n * 4))
-            FAIL("auto reduce write way, call %d: result differs from MPI's", call);
-        int want = rank == 0 ? call == 16 || call == 17 : call == 17;
-        if ((call <= 15 || call == 17 || (rank == 0 && call == 16)) && o.stream != want)
-            FAIL("auto reduce write way, %s, call %d: streamed=%d, want %d (calls 1-15 through "
-                 "the cache, the root's try at 16-17, its non-roots' by 17)",
-                 rank == 0 ? "root" : "non-root", call, o.stream, want);
+    static const size_t kib[] = { 16, 128 };   /* the ring; the pipeline, no single copy */
+    for (int f = 0; f < 2; f++) {
+        size_t n = (kib[f] << 10) / 4 + 3;
+        float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
+        for (int call = 1; call <= 20; call++) {
+            for (size_t i = 0; i < n; i++) src[i] = (float)((i * 5 + (size_t)rank + (size_t)call) % 11);
+            MPI_Reduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            gcoll_shm_op_t o;
+            gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_REDUCE, src, dst, n,
+                                                   GCOLL_FLOAT32, GCOLL_SUM, 0, 0);
+            int done = 0;
+            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+            if (st) FAIL("auto reduce write way, %zu KiB, call %d: %s", kib[f], call, gcoll_last_error());
+            if (rank == 0 && memcmp(dst, ref, n * 4))
+                FAIL("auto reduce write way, %zu KiB, call %d: result differs from MPI's", kib[f], call);
+            int want = rank == 0 ? call == 16 || call == 17 : call == 17;
+            if ((call <= 15 || call == 17 || (rank == 0 && call == 16)) && o.stream != want)
+                FAIL("auto reduce write way, %zu KiB, %s, call %d: streamed=%d, want %d (calls "
+                     "1-15 through the cache, the root's try at 16-17, its non-roots' by 17)",
+                     kib[f], rank == 0 ? "root" : "non-root", call, o.stream, want);
+        }
+        free(ref);
+        free(dst);
+        free(src);
     }
-    free(ref);
-    free(dst);
-    free(src);
     segment_swap_out(main_shm);
     cfg.shm_stream = saved;
 }
