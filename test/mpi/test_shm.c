@@ -695,6 +695,17 @@ static void run_bench(void)
     }
 }
 
+/* Start op o and run it to the end on the current segment (what the
+ * executor does, without it); o stays for the caller to inspect. */
+static gcoll_status_t op_run(gcoll_shm_op_t *o, int coll, const void *src, void *dst, size_t n,
+                             gcoll_dtype_t dt, gcoll_op_t op, int root, unsigned flags)
+{
+    gcoll_status_t st = gcoll_shm_op_start(shm, o, coll, src, dst, n, dt, op, root, flags);
+    int done = 0;
+    while (!st && !done) st = gcoll_shm_op_progress(shm, o, &done);
+    return st;
+}
+
 /* One op of collective coll started and run to the end under way; the
  * rank that copies into the segment (every rank, or the root where only
  * it does) must report the way it was told. */
@@ -702,9 +713,7 @@ static void check_way(int coll, const void *src, void *dst, size_t n, gcoll_dtyp
                       int copies, const char *what)
 {
     gcoll_shm_op_t o;
-    gcoll_status_t st = gcoll_shm_op_start(shm, &o, coll, src, dst, n, dt, GCOLL_SUM, 0, 0);
-    int done = 0;
-    while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+    gcoll_status_t st = op_run(&o, coll, src, dst, n, dt, GCOLL_SUM, 0, 0);
     if (st) FAIL("write way %d, %s: %s", way, what, gcoll_last_error());
     if (copies && o.form != 0 && o.stream != (way == GCOLL_SHM_STREAM_ON))
         FAIL("write way %d: the %s streamed=%d", way, what, o.stream);
@@ -717,11 +726,8 @@ static void check_nt(int coll, size_t n, gcoll_dtype_t dt, size_t dts, int want,
     unsigned char *src = xmalloc(n * dts), *dst = xmalloc(n * dts);
     memset(src, 1, n * dts);
     gcoll_shm_op_t o;
-    gcoll_status_t st = gcoll_shm_op_start(shm, &o, coll, coll == GCOLL_COLL_BCAST ? NULL : src,
-                                           coll == GCOLL_COLL_BCAST ? src : dst, n, dt, GCOLL_SUM,
-                                           0, 0);
-    int done = 0;
-    while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+    gcoll_status_t st = op_run(&o, coll, coll == GCOLL_COLL_BCAST ? NULL : src,
+                               coll == GCOLL_COLL_BCAST ? src : dst, n, dt, GCOLL_SUM, 0, 0);
     if (st) FAIL("%s of %zu B: %s", what, n * dts, gcoll_last_error());
     if (size > 1 && o.nt != want)
         FAIL("%s with a result of %zu B: nt=%d, want %d", what, n * dts, o.nt, want);
@@ -767,6 +773,23 @@ static void segment_swap_out(gcoll_shm_t *main_shm)
 {
     gcoll_shm_destroy(shm);
     shm = main_shm;
+}
+
+/* A fresh segment made with GCOLL_SHM_STREAM=auto (nothing learnt yet)
+ * in place of the main one, and back. */
+static int auto_segment_in(gcoll_shm_t **main_shm, int *saved)
+{
+    *saved = cfg.shm_stream;
+    cfg.shm_stream = GCOLL_SHM_STREAM_AUTO;
+    if (segment_swap_in("with GCOLL_SHM_STREAM=auto", main_shm)) return 1;
+    cfg.shm_stream = *saved;
+    return 0;
+}
+
+static void auto_segment_out(gcoll_shm_t *main_shm, int saved)
+{
+    segment_swap_out(main_shm);
+    cfg.shm_stream = saved;
 }
 
 static void write_way_tries(void);
@@ -835,24 +858,17 @@ static void run_write_ways(void)
  * way, 1.5-1.9 against 0.7-0.9 us); the results match MPI's throughout. */
 static void write_way_tries(void)
 {
-    if (size < 2) return;
-    int saved = cfg.shm_stream;
     gcoll_shm_t *main_shm;
-    cfg.shm_stream = GCOLL_SHM_STREAM_AUTO;
-    if (!segment_swap_in("with GCOLL_SHM_STREAM=auto", &main_shm)) {
-        cfg.shm_stream = saved;
-        return;
-    }
+    int saved;
+    if (size < 2 || !auto_segment_in(&main_shm, &saved)) return;
     size_t n = (16u << 10) / 4 + 3;   /* a one-step allreduce that chooses its way */
     float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
     for (int call = 1; call <= 20; call++) {
         for (size_t i = 0; i < n; i++) src[i] = (float)((i * 7 + (size_t)rank + (size_t)call) % 13);
         MPI_Allreduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         gcoll_shm_op_t o;
-        gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_ALLREDUCE, src, dst, n,
-                                               GCOLL_FLOAT32, GCOLL_SUM, 0, 0);
-        int done = 0;
-        while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+        gcoll_status_t st = op_run(&o, GCOLL_COLL_ALLREDUCE, src, dst, n, GCOLL_FLOAT32,
+                                   GCOLL_SUM, 0, 0);
         if (st) FAIL("auto write way, call %d: %s", call, gcoll_last_error());
         if (memcmp(dst, ref, n * 4)) FAIL("auto write way, call %d: result differs from MPI's", call);
         int want = call == 16 || call == 17;
@@ -863,8 +879,7 @@ static void write_way_tries(void)
     free(ref);
     free(dst);
     free(src);
-    segment_swap_out(main_shm);
-    cfg.shm_stream = saved;
+    auto_segment_out(main_shm, saved);
 }
 
 /* A reduce's non-roots write what its root reads, so the root times the
@@ -877,14 +892,9 @@ static void write_way_tries(void)
  * streams at call 17; the results match MPI's. */
 static void reduce_write_way(void)
 {
-    if (size < 2) return;
-    int saved = cfg.shm_stream;
     gcoll_shm_t *main_shm;
-    cfg.shm_stream = GCOLL_SHM_STREAM_AUTO;
-    if (!segment_swap_in("with GCOLL_SHM_STREAM=auto", &main_shm)) {
-        cfg.shm_stream = saved;
-        return;
-    }
+    int saved;
+    if (size < 2 || !auto_segment_in(&main_shm, &saved)) return;
     static const size_t kib[] = { 16, 128 };   /* the ring; the pipeline, no single copy */
     for (int f = 0; f < 2; f++) {
         size_t n = (kib[f] << 10) / 4 + 3;
@@ -894,10 +904,8 @@ static void reduce_write_way(void)
             MPI_Reduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Barrier(MPI_COMM_WORLD);
             gcoll_shm_op_t o;
-            gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_REDUCE, src, dst, n,
-                                                   GCOLL_FLOAT32, GCOLL_SUM, 0, 0);
-            int done = 0;
-            while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+            gcoll_status_t st = op_run(&o, GCOLL_COLL_REDUCE, src, dst, n, GCOLL_FLOAT32,
+                                       GCOLL_SUM, 0, 0);
             if (st) FAIL("auto reduce write way, %zu KiB, call %d: %s", kib[f], call, gcoll_last_error());
             if (rank == 0 && memcmp(dst, ref, n * 4))
                 FAIL("auto reduce write way, %zu KiB, call %d: result differs from MPI's", kib[f], call);
@@ -911,8 +919,7 @@ static void reduce_write_way(void)
         free(dst);
         free(src);
     }
-    segment_swap_out(main_shm);
-    cfg.shm_stream = saved;
+    auto_segment_out(main_shm, saved);
 }
 
 /* Reduces of float32 (4 B) that take the single copy where each rank's
@@ -951,10 +958,7 @@ static void allreduce_flags(size_t n, gcoll_dtype_t dt, gcoll_op_t op, int inpla
     fill(src, 0, n, dt, op, seed);
     MPI_Allreduce(src, mpi, (int)n, mpi_dtype(dt), mpi_op(op), MPI_COMM_WORLD);
     gcoll_shm_op_t o;
-    gcoll_status_t st = gcoll_shm_op_start(shm, &o, GCOLL_COLL_ALLREDUCE, src, dst, n, dt, op, 0,
-                                           flags);
-    int done = 0;
-    while (!st && !done) st = gcoll_shm_op_progress(shm, &o, &done);
+    gcoll_status_t st = op_run(&o, GCOLL_COLL_ALLREDUCE, src, dst, n, dt, op, 0, flags);
     if (st) FAIL("%s: %s: %s", what, gcoll_strerror(st), gcoll_last_error());
     *chunks = o.n;
     expect_ref(what, dst, 0, n, dt, op, seed);
