@@ -488,9 +488,10 @@ void gcoll_shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         return;
     }
     int cls = gcoll_shm_adapt_class(o->bytes);
-    if (!o->dst) {   /* a reduce's non-root: the root's way */
-        o->stream = atomic_load_explicit(&shm->ctrl[o->root].reduce_way[cls],
-                                         memory_order_relaxed);
+    if (!o->dst) {   /* a reduce's non-root: the root's way (nothing else lacks dst) */
+        if (o->coll == GCOLL_COLL_REDUCE)
+            o->stream = atomic_load_explicit(&shm->ctrl[o->root].reduce_way[cls],
+                                             memory_order_relaxed);
         return;
     }
     o->cls = (uint8_t)cls;   /* nonzero: the op learns at its end */
