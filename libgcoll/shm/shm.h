@@ -86,7 +86,8 @@ typedef struct gcoll_shm_op {
     uint8_t        nt;        /* stream the result into dst (results from 16 MiB) */
     uint8_t        publish;   /* small reduce: this rank publishes its input */
     uint8_t        tiny;      /* payload lives in the flags' cache lines */
-    uint8_t        stream;    /* large allreduce: stream the reduced slice */
+    uint8_t        stream;    /* write what the peers read with streaming stores
+                               * (the write way, shm_coll.c) */
     uint8_t        cls;       /* ... its size class, and when it started */
     uint8_t        failed;    /* a single-copy read failed here (shm_cma.c) */
     uint8_t        form_cls;  /* large reduce, GCOLL_SHM_CMA=auto, at its root: the size class */

@@ -13,9 +13,10 @@
  * calls; it wins where it is 10% faster.  A try lasts two calls, the first
  * untimed.
  *
- * Pure: the caller times its calls, and decides what a "call" is (every
- * rank of a write way counts its own calls; a reduce's form is the root's
- * choice, agreed through the segment). */
+ * Pure: the caller times its calls, and decides what a "call" is and
+ * whose choice it is (a rank's own writes; a reduce's root for its
+ * non-roots' writes and for the reduce's form, which reach the others
+ * through the segment). */
 #ifndef GCOLL_SHM_ADAPT_H
 #define GCOLL_SHM_ADAPT_H
 

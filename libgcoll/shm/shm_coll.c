@@ -458,8 +458,8 @@ static void shm_ag_copy_out(gcoll_shm_t *shm, unsigned char *dst, size_t count, 
 
 /* A bcast root's, an allgather's and a reduce_scatter's copy-in have the
  * same choice as a reducer's slice: the readers copy the chunk out of this
- * core's cache, or out of memory.  Each learns its own (the costs per byte
- * differ). */
+ * core's cache, or out of memory; so do a reduce's non-roots, whose way
+ * the root learns.  Each learns its own (the costs per byte differ). */
 static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     switch (o->coll) {
@@ -475,20 +475,24 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
  * before the root has read them: their own time does not show what their
  * way costs, the root's does.  So the root times the way per size class
  * and writes it in its control block for the non-roots, which take it at
- * their next call of the class (a hint: either way is correct, and the
- * non-roots, at most one call ahead, take the root's way of this call or
- * the last; a try's second, timed, call always has it).  2 ranks, 128 KiB
+ * their next call of the class (a hint: either way is correct).  In the
+ * step forms the non-roots, at most one call ahead, take the root's way
+ * of this call or the last, so a try's second, timed, call always has it;
+ * ring writers run further ahead, so each payload says which way it was
+ * written (gcoll_shm_way_learn_seen).  2 ranks, 128 KiB
  * reduce, non-roots' inputs streamed against through the cache: 16.2
  * against 5.1 us in the Zen 4 guest's slow state, 14.2 against 28.0 in
  * its busy one (docs/PERFORMANCE.md). */
-void gcoll_shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (shm->cfg->shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
         o->stream = shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
         return;
     }
     int cls = gcoll_shm_adapt_class(o->bytes);
-    if (!o->dst) {   /* a reduce's non-root: the root's way (nothing else lacks dst) */
+    if (!o->dst) {   /* a reduce's non-root: the root's way (a reduce_scatter rank without
+                      * a block, the only other op without dst, never gets here: all its
+                      * blocks are under 8 KiB) */
         if (o->coll == GCOLL_COLL_REDUCE)
             o->stream = atomic_load_explicit(&shm->ctrl[o->root].reduce_way[cls],
                                              memory_order_relaxed);
@@ -498,9 +502,11 @@ void gcoll_shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     gcoll_shm_adapt_count(a);
     o->stream = (uint8_t)gcoll_shm_adapt_way(a);
-    if (o->coll == GCOLL_COLL_REDUCE)   /* the root: for its non-roots */
-        atomic_store_explicit(&shm->ctrl[shm->rank].reduce_way[cls], o->stream,
-                              memory_order_relaxed);
+    _Atomic uint8_t *hint = &shm->ctrl[shm->rank].reduce_way[cls];
+    if (o->coll == GCOLL_COLL_REDUCE &&   /* the root, for its non-roots: stored when it
+                                           * changes, so its line stays shared meanwhile */
+        atomic_load_explicit(hint, memory_order_relaxed) != o->stream)
+        atomic_store_explicit(hint, o->stream, memory_order_relaxed);
     o->t0 = gcoll_clock_now();
 }
 
@@ -510,9 +516,23 @@ static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t by
     gcoll_shm_adapt_record(a, way, (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes));
 }
 
-void gcoll_shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+void gcoll_shm_way_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes);
+}
+
+/* A ring reduce's root, whose non-roots wrote their payloads `way` (-1:
+ * not all alike).  Ring writers run up to 64 calls ahead of the root, so
+ * they wrote what arrives now under the hint of many calls ago: a sample
+ * of the way in use is learnt, one of the other way only while the
+ * schedule asks for a try (the hint then stays on the other way until
+ * two such payloads have come), others are dropped. */
+void gcoll_shm_way_learn_seen(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int way)
+{
+    if (!o->cls || way < 0) return;
+    gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
+    if (way == a->stream || gcoll_shm_adapt_due(a, a->calls))
+        shm_adapt_record(a, way, o->t0, o->bytes);
 }
 
 /* ---- the reduce's form ----------------------------------------------------
@@ -748,9 +768,9 @@ gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *d
         o->waiting = 1;
     }
     switch (o->form) {   /* the forms that choose (o->cls 0: this op did not) */
-    case SHM_FORM_AR_LARGE: gcoll_shm_adapt_learn(shm, o); shm_reduce_learn(shm, o); break;
+    case SHM_FORM_AR_LARGE: gcoll_shm_way_learn(shm, o); shm_reduce_learn(shm, o); break;
     case SHM_FORM_AR_SMALL: case SHM_FORM_BCAST:
-    case SHM_FORM_AG:       case SHM_FORM_RS:       gcoll_shm_adapt_learn(shm, o); break;
+    case SHM_FORM_AG:       case SHM_FORM_RS:       gcoll_shm_way_learn(shm, o); break;
     case SHM_FORM_CMA:      shm_reduce_learn(shm, o); break;
     default:                break;
     }
@@ -819,7 +839,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         o->tiny    = o->bytes <= GCOLL_SHM_INLINE;
         o->last    = 1;
         if (!o->tiny) shm_place(shm, 0, o->bytes, GCOLL_SHM_FOLD_BLOCK);   /* scratch: shm_ar_small_fold */
-        if ((o->publish || o->dst) && o->bytes >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_adapt_pick(shm, o);
+        if ((o->publish || o->dst) && o->bytes >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_way_pick(shm, o);
         return GCOLL_SUCCESS;
     }
     o->form = SHM_FORM_AR_LARGE;
@@ -831,7 +851,7 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
         stride = ceil_div(stride, 64) * 64;
         shm_place(shm, stride, (size_t)(shm->size + 1) * stride, 0);
     }
-    gcoll_shm_adapt_pick(shm, o);
+    gcoll_shm_way_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 
@@ -856,7 +876,7 @@ static gcoll_status_t shm_start_rs(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->form  = SHM_FORM_RS;
     o->last  = o->n;
     o->bytes = o->count * o->dts;
-    if (maxlen * o->dts >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_adapt_pick(shm, o);   /* never inline */
+    if (maxlen * o->dts >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_way_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
 
@@ -881,7 +901,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->form  = SHM_FORM_AG;
     if (!o->tiny) shm_place(shm, 0, min_sz(maxlen, o->sub), 0);
     o->last  = o->n;
-    if (maxlen >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_adapt_pick(shm, o);   /* never inline */
+    if (maxlen >= GCOLL_SHM_STREAM_IN_MIN) gcoll_shm_way_pick(shm, o);   /* never inline */
     return GCOLL_SUCCESS;
 }
 
@@ -904,7 +924,7 @@ static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     o->nt   = o->bytes >= GCOLL_SHM_NT_MIN;   /* the readers' results bypass the caches */
     if (!o->tiny) shm_place(shm, 0, min_sz(o->bytes, o->sub), 0);
     o->last = o->n;
-    if (shm->rank == o->root) gcoll_shm_adapt_pick(shm, o);
+    if (shm->rank == o->root) gcoll_shm_way_pick(shm, o);
     return GCOLL_SUCCESS;
 }
 

@@ -7,7 +7,9 @@
  *   offset 0        ctrl[P]: per rank, two 128-byte lines, one per parity;
  *                   each line holds the rank's step flag and 56 bytes of
  *                   inline payload (so a tiny message travels in the same
- *                   cache line as the flag that announces it: one miss)
+ *                   cache line as the flag that announces it: one miss);
+ *                   then the rank's choices for the reduces it roots
+ *                   (gcoll_shm_ctrl_t)
  *   page aligned    region[P]: per rank, two areas (one per parity) of
  *                   (P + 1) * slice bytes:
  *                     slot[j], j < P   slice bytes each: this rank's input
@@ -303,8 +305,11 @@ void gcoll_shm_copy_done(int nt);
 /* The way of op o into o->stream: the user's (GCOLL_SHM_STREAM), the one
  * this rank has timed faster, or a reduce's non-root the root's; at the
  * op's end, learn from its time. */
-void gcoll_shm_adapt_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o);
-void gcoll_shm_adapt_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o);
+void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+void gcoll_shm_way_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o);
+/* The same for a ring reduce's root, from the way its non-roots' payloads
+ * were written (-1: not all alike). */
+void gcoll_shm_way_learn_seen(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int way);
 
 /* The ring forms (shm_ring.c), for bcasts of at most GCOLL_SHM_RING_SLOT
  * bytes and small reduces: starting one; running it (never blocks). */

@@ -907,6 +907,9 @@ static void reduce_write_way(void)
             gcoll_status_t st = op_run(&o, GCOLL_COLL_REDUCE, src, dst, n, GCOLL_FLOAT32,
                                        GCOLL_SUM, 0, 0);
             if (st) FAIL("auto reduce write way, %zu KiB, call %d: %s", kib[f], call, gcoll_last_error());
+            if (f == 0 ? o.seq == 0 : o.seq != 0 || o.last != o.n + 1)
+                FAIL("auto reduce write way, %zu KiB: not the %s", kib[f],
+                     f == 0 ? "ring" : "pipeline");
             if (rank == 0 && memcmp(dst, ref, n * 4))
                 FAIL("auto reduce write way, %zu KiB, call %d: result differs from MPI's", kib[f], call);
             int want = rank == 0 ? call == 16 || call == 17 : call == 17;
