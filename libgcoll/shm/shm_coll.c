@@ -478,8 +478,7 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
  * their next call of the class (a hint: either way is correct).  In the
  * step forms the non-roots, at most one call ahead, take the root's way
  * of this call or the last, so a try's second, timed, call always has it;
- * ring writers run further ahead, so each payload says which way it was
- * written (gcoll_shm_way_learn_seen).  2 ranks, 128 KiB
+ * ring writers run further ahead (shm_ring.c says what that costs).  2 ranks, 128 KiB
  * reduce, non-roots' inputs streamed against through the cache: 16.2
  * against 5.1 us in the Zen 4 guest's slow state, 14.2 against 28.0 in
  * its busy one (docs/PERFORMANCE.md). */
@@ -519,20 +518,6 @@ static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t by
 void gcoll_shm_way_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     if (o->cls) shm_adapt_record(shm_adapt_of(shm, o), o->stream, o->t0, o->bytes);
-}
-
-/* A ring reduce's root, whose non-roots wrote their payloads `way` (-1:
- * not all alike).  Ring writers run up to 64 calls ahead of the root, so
- * they wrote what arrives now under the hint of many calls ago: a sample
- * of the way in use is learnt, one of the other way only while the
- * schedule asks for a try (the hint then stays on the other way until
- * two such payloads have come), others are dropped. */
-void gcoll_shm_way_learn_seen(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int way)
-{
-    if (!o->cls || way < 0) return;
-    gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
-    if (way == a->stream || gcoll_shm_adapt_due(a, a->calls))
-        shm_adapt_record(a, way, o->t0, o->bytes);
 }
 
 /* ---- the reduce's form ----------------------------------------------------

@@ -307,9 +307,6 @@ void gcoll_shm_copy_done(int nt);
  * op's end, learn from its time. */
 void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o);
 void gcoll_shm_way_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o);
-/* The same for a ring reduce's root, from the way its non-roots' payloads
- * were written (-1: not all alike). */
-void gcoll_shm_way_learn_seen(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int way);
 
 /* The ring forms (shm_ring.c), for bcasts of at most GCOLL_SHM_RING_SLOT
  * bytes and small reduces: starting one; running it (never blocks). */
