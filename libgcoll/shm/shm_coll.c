@@ -478,10 +478,10 @@ static gcoll_shm_adapt_t *shm_adapt_of(gcoll_shm_t *shm, const gcoll_shm_op_t *o
  * their next call of the class (a hint: either way is correct).  In the
  * step forms the non-roots, at most one call ahead, take the root's way
  * of this call or the last, so a try's second, timed, call always has it;
- * ring writers run further ahead (shm_ring.c says what that costs).  2 ranks, 128 KiB
- * reduce, non-roots' inputs streamed against through the cache: 16.2
- * against 5.1 us in the Zen 4 guest's slow state, 14.2 against 28.0 in
- * its busy one (docs/PERFORMANCE.md). */
+ * ring writers run further ahead (shm_ring.c says what that costs).
+ * 2 ranks, 128 KiB reduce, non-roots' inputs streamed against through the
+ * cache: 16.2 against 5.1 us in the Zen 4 guest's slow state, 14.2
+ * against 28.0 in its busy one (docs/PERFORMANCE.md). */
 void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     if (shm->cfg->shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
@@ -501,11 +501,12 @@ void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     gcoll_shm_adapt_count(a);
     o->stream = (uint8_t)gcoll_shm_adapt_way(a);
-    _Atomic uint8_t *hint = &shm->ctrl[shm->rank].reduce_way[cls];
-    if (o->coll == GCOLL_COLL_REDUCE &&   /* the root, for its non-roots: stored when it
+    if (o->coll == GCOLL_COLL_REDUCE) {   /* the root, for its non-roots: stored when it
                                            * changes, so its line stays shared meanwhile */
-        atomic_load_explicit(hint, memory_order_relaxed) != o->stream)
-        atomic_store_explicit(hint, o->stream, memory_order_relaxed);
+        _Atomic uint8_t *hint = &shm->ctrl[shm->rank].reduce_way[cls];
+        if (atomic_load_explicit(hint, memory_order_relaxed) != o->stream)
+            atomic_store_explicit(hint, o->stream, memory_order_relaxed);
+    }
     o->t0 = gcoll_clock_now();
 }
 

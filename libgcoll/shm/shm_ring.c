@@ -183,14 +183,18 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
     o->waiting = 0;
     gcoll_shm_ring_t *mine = gcoll_shm_ring(shm, shm->rank);
     if (ring_writes(shm, o)) {
-        gcoll_shm_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes, o->stream);
-        gcoll_shm_copy_done(o->stream);   /* before the flag publishes it */
+        if (o->stream) {   /* a large reduce payload, streamed: fenced before its flag */
+            gcoll_shm_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes, 1);
+            gcoll_shm_copy_done(1);
+        } else {           /* the small calls' path stays a plain copy */
+            gcoll_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
+        }
         gcoll_shm_publish(shm, &mine->line[ring_line(o->seq)], o->seq);
     } else if (o->coll == GCOLL_COLL_BCAST) {
         gcoll_copy(o->dst, ring_payload(shm, o->root, o), o->bytes);
     } else {
         ring_fold(shm, o);
-        gcoll_shm_way_learn(shm, o);   /* the root: what its way cost */
+        if (o->cls) gcoll_shm_way_learn(shm, o);   /* the root: what its way cost */
     }
     gcoll_shm_publish(shm, &mine->done, o->seq);
     *done = 1;
