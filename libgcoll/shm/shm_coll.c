@@ -100,7 +100,7 @@ void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt)
 #if defined(__x86_64__)
     unsigned char *d = dst;
     const unsigned char *s = src;
-    if (!nt || bytes < 256) {
+    if (!nt || bytes < GCOLL_SHM_COPY_NT_MIN) {
         gcoll_copy(dst, src, bytes);
         return;
     }

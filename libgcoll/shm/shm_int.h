@@ -103,6 +103,10 @@
 #define GCOLL_SHM_RING_MID_SLOT (2u << 10)
 #define GCOLL_SHM_RING_DEPTH_MIN 8
 #define GCOLL_SHM_RING_SLOT  (32u << 10)
+/* The size classes of ring bcasts that choose a write way: 1 KiB to
+ * 32 KiB (shm_ring.c says why not from 512 B). */
+#define GCOLL_SHM_RING_WAY_CLS0    10
+#define GCOLL_SHM_RING_WAY_CLASSES 6
 
 /* Elements of a fold go in blocks of this many bytes: accumulator and
  * inputs stay in L1 (shm_coll.c). */
@@ -129,6 +133,10 @@ typedef struct {
      * size class (shm_coll.c, "Writing the reduced slice"): a hint, read
      * whenever, every value correct; 1 = streaming stores */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint8_t reduce_way[GCOLL_SHM_ADAPT_CLASSES];
+    /* what the owner's copies out of the ring bcasts of the root before it
+     * cost, ns per byte (float bits, 0 unknown), by size class from
+     * GCOLL_SHM_RING_WAY_CLS0 and write way: for that root (shm_ring.c) */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t ring_cost[GCOLL_SHM_RING_WAY_CLASSES][2];
 } gcoll_shm_ctrl_t;
 
 _Static_assert(sizeof(gcoll_shm_line_t) == GCOLL_SHM_LINE, "line layout");
@@ -144,6 +152,14 @@ typedef struct {
 } gcoll_shm_ring_t;
 
 
+
+/* The rank after a ring bcast's root, per size class: what its copies of
+ * each way cost (a running mean), how many it made, the way of the last. */
+typedef struct {
+    float    cost[2];
+    uint32_t calls;
+    uint8_t  last;
+} gcoll_shm_ring_read_t;
 
 /* Where the op in progress puts its data in a parity's window (set when it
  * starts, the same on every rank; shm_coll.c, "Where an op puts its data"):
@@ -189,6 +205,8 @@ struct gcoll_shm {
     gcoll_shm_adapt_t adapt_rs[GCOLL_SHM_ADAPT_CLASSES];     /* a reduce_scatter's copy-in */
     gcoll_shm_adapt_t adapt_reduce[GCOLL_SHM_ADAPT_CLASSES]; /* a reduce root's form:
                                                               * `stream` 1 = copying */
+    gcoll_shm_adapt_t adapt_ring[GCOLL_SHM_ADAPT_CLASSES];   /* a ring bcast root's copy-in */
+    gcoll_shm_ring_read_t ring_read[GCOLL_SHM_RING_WAY_CLASSES];  /* ... its reader's copies */
     uint64_t          reduce_seq;  /* large reduces started (the same on every rank) */
     uint64_t          reduce_copies;  /* ... that copied through the segment here */
     struct gcoll_shm_zc *zc;       /* zero-copy state (shm_zcopy.c), NULL: copy only */
@@ -290,9 +308,13 @@ int gcoll_shm_ring_ready(const gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w)
 void gcoll_shm_fold_inputs(const gcoll_shm_t *shm, void *out, const void *const *in, int n,
                            size_t count, gcoll_dtype_t dtype, gcoll_op_t op, void *scratch);
 
-/* memcpy, or (nt) streaming stores of whole lines for results far larger
- * than the caches; gcoll_shm_copy's callers fence (sfence) before they
- * publish what it wrote (shm_coll.c). */
+/* memcpy, or (nt) streaming stores of whole lines (from
+ * GCOLL_SHM_COPY_NT_MIN bytes: below, memcpy anyway); gcoll_shm_copy's
+ * callers fence (sfence) before they publish what it wrote (shm_coll.c). */
+#define GCOLL_SHM_COPY_NT_MIN 256u
+_Static_assert((1u << GCOLL_SHM_RING_WAY_CLS0) >= GCOLL_SHM_COPY_NT_MIN &&
+               (1u << (GCOLL_SHM_RING_WAY_CLS0 + GCOLL_SHM_RING_WAY_CLASSES - 1)) ==
+                   GCOLL_SHM_RING_SLOT, "the ring's way classes: streamed copies to its largest slot");
 void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt);
 /* That fence, after streaming stores (nt); nothing otherwise. */
 void gcoll_shm_copy_done(int nt);

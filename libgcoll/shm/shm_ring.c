@@ -45,6 +45,7 @@
  * A ring op moves once: it waits for its rule, then does all its work. */
 #include <string.h>
 #include "shm/shm_int.h"
+#include "base/clock.h"
 #include "base/copy.h"
 #include "base/coll_kind.h"
 
@@ -125,11 +126,132 @@ static unsigned char *ring_payload(const gcoll_shm_t *shm, int j, const gcoll_sh
  * payloads cost 3x, the 32 KiB reduce took 1.60 us against 1.34 (and
  * 1.25 with the non-roots always through the cache); the busy state's
  * gain (13.4 -> 3.9 us) came with the simple form. */
+/* A bcast root's payloads from 1 KiB (GCOLL_SHM_RING_WAY_CLS0) choose
+ * their write way too.  Through the cache each store first takes its line from
+ * the reader's cache, where that slot's last payload went, and what that
+ * costs depends on where the vCPUs run; streamed, the payload goes to
+ * memory and the reader copies it from there.  Zen 4 guest, 2 ranks,
+ * 2026-12-06, ns per byte of the root's copy and of the reader's, slow
+ * state: through the cache 0.027 and 0.039 at 2 KiB, 0.077 and 0.030 at
+ * 32 KiB, streamed 0.122 and 0.088, 0.043 and 0.080; busy state: through
+ * the cache 0.13 and 0.10, 0.39 and 0.06, streamed 0.13 and 0.13, 0.04
+ * and 0.07.  Per call (peer harness, alternated launches): 2 KiB 0.25 slow
+ * and 0.85-0.95 busy through the cache, 0.31-0.38 in both streamed; 32 KiB
+ * 1.0-2.6 and 9.2-13.8 against 2.3-2.5.  Neither side's time alone picks
+ * the faster way: the reader's is lower through the cache in both states,
+ * the root's lower streamed in both.  So a way costs the sum: the root
+ * times its copy-in (one call in four of the way in use, and both calls of
+ * a try) and adds the reader's cost of that way, which the rank after the
+ * root measures on the payloads it copies out (the root marks each
+ * payload's way in its line) and publishes in its control block.  That
+ * cost lags: the reader gets to a try's payloads up to 64 calls later, so
+ * a try is judged with the reader's cost from the try before (unknown at
+ * first: then the other way's).  Timing the root's copy with a fence, so
+ * that it counted the stores still waiting for their lines, made the
+ * cache look 3x dearer than it is in a loop, where those overlap the next
+ * call; the slow state then streamed at 512 B-4 KiB, 1.2-1.6x slower.
+ * Not from 512 B: the slow state paid 27% there (0.182 against 0.143 us;
+ * a copy of some 20 ns that the clock barely times), for 1.5x in the busy
+ * one; from 1 KiB it pays 2-5%. */
+static int ring_reader(const gcoll_shm_t *shm, int root) { return (root + 1) % shm->size; }
+
+static void ring_bcast_way(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    if (shm->cfg->shm_stream != GCOLL_SHM_STREAM_AUTO) {   /* the user decided */
+        o->stream = shm->rank == o->root && shm->cfg->shm_stream == GCOLL_SHM_STREAM_ON;
+        return;
+    }
+    int cls = gcoll_shm_adapt_class(o->bytes);
+    if (shm->rank == o->root) {
+        gcoll_shm_adapt_t *a = &shm->adapt_ring[cls];
+        gcoll_shm_adapt_count(a);
+        o->stream = (uint8_t)gcoll_shm_adapt_way(a);
+        if (o->stream != a->stream || !(a->calls & 3)) o->cls = (uint8_t)cls;   /* timed */
+    } else if (shm->rank == ring_reader(shm, o->root)) {
+        o->cls = (uint8_t)cls;   /* measures the ways' costs */
+    }
+}
+
+/* What the reader last published for way w of class cls, in ns per byte. */
+static float ring_reader_cost(const gcoll_shm_t *shm, int root, int cls, int w)
+{
+    _Atomic uint32_t *c = shm->ctrl[ring_reader(shm, root)].ring_cost[cls - GCOLL_SHM_RING_WAY_CLS0];
+    uint32_t bits = atomic_load_explicit(&c[w], memory_order_relaxed);
+    if (!bits) bits = atomic_load_explicit(&c[!w], memory_order_relaxed);
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+/* A writer's payload into its slot, by the op's way (o->stream). */
+static void ring_copy_in(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    unsigned char *slot = ring_payload(shm, shm->rank, o);
+    if (!o->stream) {   /* the small calls' path stays a plain copy */
+        gcoll_copy(slot, o->src, o->bytes);
+        return;
+    }
+    gcoll_shm_copy(slot, o->src, o->bytes, 1);   /* streamed: fenced before its flag */
+    gcoll_shm_copy_done(1);
+}
+
+/* A bcast root's copy-in, timed (ring_bcast_way): the way costs this copy
+ * and the reader's. */
+static void ring_copy_in_timed(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    double t0 = gcoll_clock_now();
+    ring_copy_in(shm, o);
+    float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)o->bytes);
+    gcoll_shm_adapt_record(&shm->adapt_ring[o->cls], o->stream,
+                           ns + ring_reader_cost(shm, o->root, o->cls, o->stream));
+}
+
+/* The reader that measures: its copy of a payload written way w, into a
+ * running mean published when it moved 10% (its line stays shared
+ * meanwhile). */
+static void ring_read_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int w, float ns)
+{
+    int k = o->cls - GCOLL_SHM_RING_WAY_CLS0;
+    float *c = &shm->ring_read[k].cost[w];
+    *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
+    _Atomic uint32_t *pub = &shm->ctrl[shm->rank].ring_cost[k][w];
+    uint32_t bits = atomic_load_explicit(pub, memory_order_relaxed);
+    float last;
+    memcpy(&last, &bits, sizeof(last));
+    if (bits && *c > 0.9f * last && *c < 1.1f * last) return;
+    memcpy(&bits, c, sizeof(bits));
+    atomic_store_explicit(pub, bits, memory_order_relaxed);
+}
+
+/* A bcast reader: copy the root's payload out; the reader that measures
+ * times one copy in four, and each one of a way it had not seen last. */
+static void ring_bcast_out(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+{
+    const unsigned char *src = ring_payload(shm, o->root, o);
+    if (!o->cls) {
+        gcoll_copy(o->dst, src, o->bytes);
+        return;
+    }
+    gcoll_shm_ring_read_t *r = &shm->ring_read[o->cls - GCOLL_SHM_RING_WAY_CLS0];
+    int w = gcoll_shm_ring(shm, o->root)->line[ring_line(o->seq)].data[0];
+    o->stream = (uint8_t)w;   /* the payload's way (the tests look) */
+    if (w == r->last && (++r->calls & 3)) {
+        gcoll_copy(o->dst, src, o->bytes);
+        return;
+    }
+    r->last = (uint8_t)w;
+    double t0 = gcoll_clock_now();
+    gcoll_copy(o->dst, src, o->bytes);
+    ring_read_learn(shm, o, w, (float)((gcoll_clock_now() - t0) * 1e9 / (double)o->bytes));
+}
+
 void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     o->seq = ++shm->ring_seq;
     if (o->coll == GCOLL_COLL_REDUCE && o->bytes >= GCOLL_SHM_STREAM_IN_MIN)
         gcoll_shm_way_pick(shm, o);
+    else if (o->coll == GCOLL_COLL_BCAST && o->bytes >= (1u << GCOLL_SHM_RING_WAY_CLS0))
+        ring_bcast_way(shm, o);
 }
 
 /* The reduce's root: every rank's input in rank order, its own from src. */
@@ -183,15 +305,13 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
     o->waiting = 0;
     gcoll_shm_ring_t *mine = gcoll_shm_ring(shm, shm->rank);
     if (ring_writes(shm, o)) {
-        if (o->stream) {   /* a large reduce payload, streamed: fenced before its flag */
-            gcoll_shm_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes, 1);
-            gcoll_shm_copy_done(1);
-        } else {           /* the small calls' path stays a plain copy */
-            gcoll_copy(ring_payload(shm, shm->rank, o), o->src, o->bytes);
-        }
-        gcoll_shm_publish(shm, &mine->line[ring_line(o->seq)], o->seq);
+        if (o->coll == GCOLL_COLL_BCAST && o->cls) ring_copy_in_timed(shm, o);
+        else ring_copy_in(shm, o);
+        gcoll_shm_line_t *line = &mine->line[ring_line(o->seq)];
+        if (o->bytes > GCOLL_SHM_INLINE) line->data[0] = o->stream;   /* its way, for the reader */
+        gcoll_shm_publish(shm, line, o->seq);
     } else if (o->coll == GCOLL_COLL_BCAST) {
-        gcoll_copy(o->dst, ring_payload(shm, o->root, o), o->bytes);
+        ring_bcast_out(shm, o);
     } else {
         ring_fold(shm, o);
         if (o->cls) gcoll_shm_way_learn(shm, o);   /* the root: what its way cost */

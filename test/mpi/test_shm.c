@@ -794,6 +794,7 @@ static void auto_segment_out(gcoll_shm_t *main_shm, int saved)
 
 static void write_way_tries(void);
 static void reduce_write_way(void);
+static void ring_bcast_way(void);
 
 static void run_write_ways(void)
 {
@@ -820,6 +821,8 @@ static void run_write_ways(void)
                       "allreduce");
             check_way(GCOLL_COLL_BCAST, NULL, buf, 1u << 20, GCOLL_UINT8, ways[w], rank == 0,
                       "bcast root");
+            check_way(GCOLL_COLL_BCAST, NULL, buf, 16u << 10, GCOLL_UINT8, ways[w], rank == 0,
+                      "ring bcast root");
             check_way(GCOLL_COLL_ALLGATHER, buf, out, 1u << 20, GCOLL_UINT8, ways[w], 1,
                       "allgather");
             check_way(GCOLL_COLL_REDUCE_SCATTER, buf, out, (1u << 20) / 4, GCOLL_FLOAT32, ways[w],
@@ -839,10 +842,13 @@ static void run_write_ways(void)
         }
         test_bcast((3u << 20) + 5, size - 1, seed++);
         test_bcast(65537, 0, seed++);
+        test_bcast(GCOLL_SHM_RING_SLOT, size - 1, seed++);   /* the ring's largest */
+        test_bcast(1031, 0, seed++);                         /* its smallest that chooses */
     }
     cfg.shm_stream = saved;
     write_way_tries();
     reduce_write_way();
+    ring_bcast_way();
     run_nt_results(&seed);
     if (gcoll_shm_cma_calls(copying))
         FAIL("a segment made with GCOLL_SHM_CMA=off ran %llu single copies",
@@ -922,6 +928,57 @@ static void reduce_write_way(void)
         free(dst);
         free(src);
     }
+    auto_segment_out(main_shm, saved);
+}
+
+/* A ring bcast's root chooses its write way from its own copy's time and
+ * the reader's, which the rank after the root measures on the payloads it
+ * copies out (each marked with its way) and publishes in its control
+ * block (shm_ring.c).  On a fresh segment with GCOLL_SHM_STREAM=auto, 20
+ * bcasts of 16 KiB from each root in turn, a barrier before each: the root
+ * streams exactly at its try (calls 16-17; after it, either way); the measuring reader sees
+ * each payload's way (o.stream) and, by call 17, has published the cost of
+ * both ways; the other readers time nothing (o.cls 0); the results match
+ * MPI's. */
+static void ring_bcast_way(void)
+{
+    gcoll_shm_t *main_shm;
+    int saved;
+    if (size < 2 || !auto_segment_in(&main_shm, &saved)) return;
+    size_t n = (16u << 10) + 3;
+    int cls = gcoll_shm_adapt_class(n) - GCOLL_SHM_RING_WAY_CLS0;
+    unsigned char *buf = xmalloc(n), *ref = xmalloc(n);
+    for (int root = 0; root < size && root < 3; root++) {
+        int reader = (root + 1) % size;
+        for (int call = 1; call <= 20; call++) {
+            for (size_t i = 0; i < n; i++) buf[i] = ref[i] = byte_of(i, (unsigned)(call * 31 + root));
+            if (rank != root) memset(buf, 0, n);
+            MPI_Bcast(ref, (int)n, MPI_BYTE, root, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            gcoll_shm_op_t o;
+            gcoll_status_t st = op_run(&o, GCOLL_COLL_BCAST, NULL, buf, n, GCOLL_UINT8, GCOLL_SUM,
+                                       root, 0);
+            if (st) FAIL("ring bcast way, root %d, call %d: %s", root, call, gcoll_last_error());
+            if (o.seq == 0) FAIL("ring bcast way, root %d: not the ring", root);
+            if (memcmp(buf, ref, n)) FAIL("ring bcast way, root %d, call %d: result differs from MPI's",
+                                          root, call);
+            int want = call == 16 || call == 17;
+            if ((rank == root || rank == reader) && call <= 17 && o.stream != want)
+                FAIL("ring bcast way, root %d, call %d, %s: streamed=%d, want %d (calls 1-15 through "
+                     "the cache, the try at 16-17)", root, call, rank == root ? "root" : "reader",
+                     o.stream, want);
+            if (rank != root && rank != reader && o.cls)
+                FAIL("ring bcast way, root %d: rank %d timed its copy; only rank %d measures", root,
+                     rank, reader);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int w = 0; w < 2; w++)
+            if (!atomic_load(&shm->ctrl[reader].ring_cost[cls][w]))
+                FAIL("ring bcast way, root %d: rank %d published no cost of way %d", root, reader, w);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    free(ref);
+    free(buf);
     auto_segment_out(main_shm, saved);
 }
 
