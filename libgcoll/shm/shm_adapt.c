@@ -4,6 +4,21 @@
 
 #define ADAPT_PROBE     16     /* first try at the 16th call ... */
 #define ADAPT_PROBE_MAX 256    /* ... then twice as far each time it loses */
+/* ... but the first at the 4th from 16 MiB (the next ones as above).  A
+ * benchmark, or an application that calls a large collective a few dozen
+ * times, ran its first 15 calls the first way: on the Zen 4 guest's busy
+ * state the 32 MiB bcast took 13.6 ms through the cache against 2.0
+ * streamed, and the peer harness's timed blocks ended before call 16
+ * (2 ranks, 4-5 alternated launches: allreduce 16-32 MiB 8.3-16.6 ms
+ * before, 2.2-4.7 after; allgather 9.0-19.5 against 3.7-8.1;
+ * docs/PERFORMANCE.md).  Calls this large take a millisecond or more, so
+ * the noise that a running mean of small calls follows (below) does not
+ * decide their tries.  Not from 1 MiB: a bcast root, which leaves before
+ * its readers copy the last chunk, times a streamed copy-in too cheaply
+ * where a call has few chunks, and an early try left 1-4 MiB bcasts
+ * streamed in the slow state, 1.1-1.4x slower. */
+#define ADAPT_PROBE_LARGE     4
+#define ADAPT_PROBE_LARGE_CLS 24   /* 16 MiB */
 #define ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
 
 int gcoll_shm_adapt_class(size_t bytes)
@@ -13,22 +28,29 @@ int gcoll_shm_adapt_class(size_t bytes)
     return c < GCOLL_SHM_ADAPT_CLASSES ? c : GCOLL_SHM_ADAPT_CLASSES - 1;
 }
 
-void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a)
+void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a, int cls)
 {
-    if (!a->every) a->next = a->every = ADAPT_PROBE;
+    if (!a->every) {
+        a->every = ADAPT_PROBE;
+        a->next  = cls >= ADAPT_PROBE_LARGE_CLS ? ADAPT_PROBE_LARGE : ADAPT_PROBE;
+    }
     a->calls++;
 }
 
-/* From the 16th call, until a try has been learnt (>=, not ==: a try that
- * did not learn, because the op went zero-copy after it was picked, is
- * made again by the next call instead of ending the tries of this class
- * for good). */
+/* From the 16th (4th) call, until a try has been learnt (>=, not ==: a
+ * try that did not learn, because the op went zero-copy after it was
+ * picked, is made again by the next call instead of ending the tries of
+ * this class for good). */
 int gcoll_shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call)
 {
     return call >= (a->every ? a->next : ADAPT_PROBE);
 }
 
-/* The way in use: fold the time into its running mean.
+/* The way in use: fold the time into its running mean, from the class's
+ * second call: the first touches its buffers and the segment's places for
+ * the first time (page faults), and with a try at the 4th call it would
+ * weigh half the mean the try is judged against (2 ranks, slow state:
+ * allgathers of 16-32 MiB blocks went streamed, 19-24% slower).
  *
  * The other way: a try lasts two calls (the caller keeps trying while
  * calls >= next), the first untimed: it pays for the change (the reduce's
@@ -53,6 +75,7 @@ void gcoll_shm_adapt_record(gcoll_shm_adapt_t *a, int way, float ns)
 {
     float *c = &a->cost[way];
     if (way == a->stream) {
+        if (a->calls <= 1) return;   /* a class's first call is cold */
         *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
         a->tried = 0;
         return;

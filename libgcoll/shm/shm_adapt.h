@@ -8,10 +8,10 @@
  * on the moment, so neither can be fixed at build or calibration time.
  *
  * The schedule (shm_adapt.c): the way in use is timed on every call into a
- * running mean; the other way is tried on the 16th call of the class, and
- * then twice as far apart each time it loses, down to one try in 256
- * calls; it wins where it is 10% faster.  A try lasts two calls, the first
- * untimed.
+ * running mean; the other way is tried on the 16th call of the class (the
+ * 4th from 16 MiB), and then 32, 64, ... calls after, twice as far apart
+ * each time it loses, down to one try in 256 calls; it wins where it is 10% faster.  A try lasts two
+ * calls, the first untimed.
  *
  * Pure: the caller times its calls, and decides what a "call" is and
  * whose choice it is (a rank's own writes; a reduce's root for its
@@ -38,8 +38,8 @@ typedef struct {
 /* The size class of a call of this many bytes. */
 int gcoll_shm_adapt_class(size_t bytes);
 
-/* Count a call of this class (the first starts the schedule). */
-void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a);
+/* Count a call of size class cls (the first starts the schedule). */
+void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a, int cls);
 
 /* Whether the class's call number `call` tries the way not in use. */
 int gcoll_shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call);

@@ -499,7 +499,7 @@ void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     }
     o->cls = (uint8_t)cls;   /* nonzero: the op learns at its end */
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
-    gcoll_shm_adapt_count(a);
+    gcoll_shm_adapt_count(a, cls);
     o->stream = (uint8_t)gcoll_shm_adapt_way(a);
     if (o->coll == GCOLL_COLL_REDUCE) {   /* the root, for its non-roots: stored when it
                                            * changes, so its line stays shared meanwhile */
@@ -564,7 +564,7 @@ static int shm_reduce_takes_cma(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     int way = wish ? wish - 1 : SHM_WAY_CMA;
     shm_reduce_publish(shm, q + 1);
     if (shm->rank == o->root) {
-        gcoll_shm_adapt_count(&shm->adapt_reduce[cls]);
+        gcoll_shm_adapt_count(&shm->adapt_reduce[cls], cls);
         o->form_cls = (uint8_t)cls;
         o->form_way = (uint8_t)way;
         o->t0 = gcoll_clock_now();

@@ -2,8 +2,8 @@
 /* The adaptive choice between two ways (libgcoll/shm/shm_adapt.h), fed
  * made-up times: where the tries fall, when the way switches, that a try's
  * first call is not timed, that a change of the machine is caught at the
- * next scheduled try, and that two level ways are not tried more than the
- * schedule says.  One line per failure; exit 1 on any. */
+ * next scheduled try, that two level ways are not tried more than the
+ * schedule says, and that classes from 16 MiB try first at their 4th call.  One line per failure; exit 1 on any. */
 #include <stdio.h>
 #include "shm/shm_adapt.h"
 
@@ -23,6 +23,9 @@ static int n_checks, n_fail;
 /* ns per byte of call `call` (from 1) going `way` */
 typedef float (*cost_fn)(int way, uint32_t call);
 
+/* The size class the calls below count in (13: 8 KiB; 24: 16 MiB). */
+static int cls = 13;
+
 /* Calls first..last as a caller makes them: count, take the way, time it.
  * The calls that did not go the way in use at their start (tries) are
  * written to tries[] (at most max); returns how many there were. */
@@ -31,7 +34,7 @@ static int run(gcoll_shm_adapt_t *a, uint32_t first, uint32_t last, cost_fn cost
 {
     int n = 0;
     for (uint32_t call = first; call <= last; call++) {
-        gcoll_shm_adapt_count(a);
+        gcoll_shm_adapt_count(a, cls);
         int way = gcoll_shm_adapt_way(a);
         if (way != a->stream && n < max) tries[n] = call;
         n += way != a->stream;
@@ -128,6 +131,34 @@ static void test_level_ways(void)
           "36", n);
 }
 
+/* From 16 MiB the first try comes at the 4th call, then 32, 64, ... 256
+ * calls after each try's end as at any size; after a switch, 16 calls.
+ * Below 16 MiB (23: 8 MiB) at the 16th. */
+static void test_large_classes(void)
+{
+    static const uint32_t want[] = { 4, 5, 37, 38, 102, 103, 231, 232, 488, 489, 745, 746 };
+    int m = (int)(sizeof(want) / sizeof(want[0]));
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[32];
+    cls = 24;
+    int n = run(&a, 1, 800, slower_other, t, 32);
+    CHECK(n == m, "16 MiB: %d tries of the slower way in 800 calls, want %d", n, m);
+    for (int i = 0; i < n && i < m; i++)
+        CHECK(t[i] == want[i], "16 MiB: try %d at call %u, want %u", i, t[i], want[i]);
+    gcoll_shm_adapt_t b = { 0 };
+    run(&b, 1, 5, faster_other, t, 8);
+    CHECK(b.stream == 1, "16 MiB: the faster way not taken after the try at 4-5");
+    n = run(&b, 6, 30, faster_other, t, 8);
+    CHECK(n == 2 && t[0] == 21 && t[1] == 22, "16 MiB: after the switch %d tries, first at %u, "
+          "want 2 at 21-22", n, n ? t[0] : 0);
+    gcoll_shm_adapt_t c = { 0 };
+    cls = 23;
+    n = run(&c, 1, 16, slower_other, t, 8);
+    CHECK(n == 1 && t[0] == 16, "8 MiB: %d tries by call 16, first at %u, want 1 at 16", n,
+          n ? t[0] : 0);
+    cls = 13;
+}
+
 int main(void)
 {
     test_schedule();
@@ -135,6 +166,7 @@ int main(void)
     test_untimed_first_call();
     test_state_change();
     test_level_ways();
+    test_large_classes();
     printf("test_shm_adapt: %d checks, %d failed\n", n_checks, n_fail);
     return n_fail != 0;
 }
