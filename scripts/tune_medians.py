@@ -18,11 +18,15 @@ HIER = ("hier", "hier_p2p", "hier_leader")
 
 
 def read_sweep(path):
-    """{size: {algo: us}} from the '#   SIZE  algo=us ...' lines."""
+    """{size: {algo: us}} from the '#   SIZE  algo=us ...' lines under a
+    '# ... medians' header (not those of the write ways)."""
     sweep = {}
+    medians = False
     for line in open(path):
+        if line.startswith("# ") and not line.startswith("#   "):
+            medians = " medians" in line
         fields = line[1:].split()
-        if not line.startswith("#   ") or not fields or "=" not in fields[-1]:
+        if not medians or not line.startswith("#   ") or not fields or "=" not in fields[-1]:
             continue
         sweep[fields[0]] = {k.lstrip("*"): float(v) for k, v in
                             (kv.split("=") for kv in fields[1:])}

@@ -14,6 +14,7 @@
 #include "core/select.h"
 #include "base/status.h"
 #include "core/tune_table.h"
+#include "shm/shm.h"
 
 #define KEEP_SLACK 1.03
 /* The MPI candidate takes a size from libgcoll's winner when it is 5%
@@ -50,6 +51,7 @@ gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
     memset(c, 0, sizeof(*c));
     c->comm   = comm;
     c->timing = *timing;
+    c->shm_stream = comm->cfg.shm_stream;
     size_t elems = cap / sizeof(float) + 1;
     c->cap  = elems * sizeof(float);
     c->send = gcoll_malloc(c->cap);
@@ -286,11 +288,42 @@ static void keep_block(gcoll_calib_sweep_t *w, int si, int a, double secs)
 }
 
 /* Calls go to candidate a from now on: a libgcoll algorithm forced as
- * GCOLL_ALGO would, or the MPI's collective. */
-static void use_candidate(gcoll_calib_t *c, const gcoll_calib_sweep_t *w, int a)
+ * GCOLL_ALGO would, or the MPI's collective; the node's segment writes
+ * the way chosen for it at this size (below). */
+static void use_candidate(gcoll_calib_t *c, const gcoll_calib_sweep_t *w, int si, int a)
 {
     c->via_mpi = is_mpi(w, a);
     gcoll_select_force(c->comm, w->coll, c->via_mpi ? NULL : w->algos[a]);
+    c->comm->cfg.shm_stream = (gcoll_shm_stream_t)(w->way[si][a] ? w->way[si][a] : c->shm_stream);
+}
+
+/* With GCOLL_SHM_STREAM=auto the node's segment times its write ways as the
+ * job runs and keeps the faster (shm_adapt.h), but not within the few
+ * calls a calibration makes: timed in the way a fresh segment starts with
+ * (through the cache), the node's algorithms lost where streaming is the
+ * faster way, and the entry kept the loser for good (Zen 4 guest, busy
+ * state, 2 ranks: allgathers from 4 MiB blocks went to rdouble, 11 ms at
+ * 32 MiB against 8 for shm once it streams, and the slow state's shm took
+ * 8.6).  So from GCOLL_SHM_STREAM_IN_MIN each candidate is timed once in
+ * each way (one call each, after the untimed one that lines the ranks up),
+ * and its blocks go the faster way: the time it will have once its segment
+ * has learnt.  Candidates that do not use the segment pay two calls. */
+static gcoll_status_t pick_way(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, int a)
+{
+    static const gcoll_shm_stream_t ways[2] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
+    double t[2];
+    w->way[si][a] = 0;   /* the communicator's */
+    if (c->shm_stream != GCOLL_SHM_STREAM_AUTO || is_mpi(w, a) ||
+        w->sizes[si] < GCOLL_SHM_STREAM_IN_MIN)
+        return GCOLL_SUCCESS;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    for (int k = 0; k < 2 && st == GCOLL_SUCCESS; k++) {
+        c->comm->cfg.shm_stream = ways[k];
+        st = time_block(c, w->coll, w->sizes[si] / sizeof(float), 1, &t[k]);
+    }
+    c->comm->cfg.shm_stream = (gcoll_shm_stream_t)c->shm_stream;
+    if (st == GCOLL_SUCCESS) w->way[si][a] = (unsigned char)(t[1] < t[0] ? ways[1] : ways[0]);
+    return st;
 }
 
 /* Time the algorithms marked in use[] (all when NULL) at w->sizes[si],
@@ -308,8 +341,11 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
         if (use && !use[a]) continue;
         w->t[si][a] = -1;
         if (!applies(c, w->algos[a], n)) continue;
-        use_candidate(c, w, a);
+        use_candidate(c, w, si, a);
         double first = -1;
+        if (!w->iters[si][a]) st = pick_way(c, w, si, a);
+        if (st != GCOLL_SUCCESS) break;
+        use_candidate(c, w, si, a);
         if (w->iters[si][a] > 0) {   /* sized on an earlier pass: warm up only */
             k.iters[a] = w->iters[si][a];
             st = time_block(c, w->coll, n, 1, &first);
@@ -330,13 +366,14 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
             int a = (j + b) % w->nalgos;
             if (k.iters[a] <= 0 || k.nb[a] >= nblocks) continue;
             more = 1;
-            use_candidate(c, w, a);
+            use_candidate(c, w, si, a);
             st = time_block(c, w->coll, n, k.iters[a], &k.b[a][k.nb[a]]);
             if (st == GCOLL_SUCCESS) keep_block(w, si, a, k.b[a][k.nb[a]]);
             k.nb[a]++;
         }
     }
     c->via_mpi = 0;
+    c->comm->cfg.shm_stream = (gcoll_shm_stream_t)c->shm_stream;
     gcoll_select_force(c->comm, w->coll, NULL);
     for (int a = 0; a < w->nalgos && st == GCOLL_SUCCESS; a++)
         if (k.nb[a]) settle(w, si, a, k.iters[a] < 0);
@@ -431,8 +468,10 @@ static void insert_size(gcoll_calib_sweep_t *w, int i, size_t bytes)
     memmove(&w->blk[i + 1], &w->blk[i], sizeof(w->blk[0]) * (size_t)(w->nsizes - i));
     memmove(&w->nblk[i + 1], &w->nblk[i], sizeof(w->nblk[0]) * (size_t)(w->nsizes - i));
     memmove(&w->iters[i + 1], &w->iters[i], sizeof(w->iters[0]) * (size_t)(w->nsizes - i));
+    memmove(&w->way[i + 1], &w->way[i], sizeof(w->way[0]) * (size_t)(w->nsizes - i));
     memset(w->nblk[i], 0, sizeof(w->nblk[i]));
     memset(w->iters[i], 0, sizeof(w->iters[i]));
+    memset(w->way[i], 0, sizeof(w->way[i]));
     w->sizes[i] = bytes;
     for (int a = 0; a < w->nalgos; a++) w->t[i][a] = -1, w->spread[i][a] = 0;
     w->best[i] = -1;
@@ -660,6 +699,29 @@ void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo,
     }
 }
 
+/* The write way each candidate was timed in (pick_way), where it chose. */
+static void write_ways(FILE *f, const gcoll_calib_sweep_t *w)
+{
+    int any = 0;
+    for (int s = 0; s < w->nsizes; s++)
+        for (int a = 0; a < w->nalgos; a++) any |= w->t[s][a] >= 0 && w->way[s][a];
+    if (!any) return;
+    fprintf(f, "# %s write ways (c: through the cache, s: streamed; the segment's algorithms "
+               "were timed in the faster):\n", gcoll_coll_name(w->coll));
+    for (int s = 0; s < w->nsizes; s++) {
+        char sz[32], line[1024];
+        size_t len = 0;
+        for (int a = 0; a < w->nalgos && len < sizeof(line) - 64; a++)
+            if (w->t[s][a] >= 0 && w->way[s][a])
+                len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%c",
+                                        w->algos[a]->name,
+                                        w->way[s][a] == GCOLL_SHM_STREAM_ON ? 's' : 'c');
+        if (!len) continue;
+        gcoll_tune_format_size(sz, sizeof sz, w->sizes[s]);
+        fprintf(f, "#   %-6s%s\n", sz, line);
+    }
+}
+
 void gcoll_calib_write_medians(FILE *f, const gcoll_calib_sweep_t *w, const char *note)
 {
     fprintf(f, "# %s medians%s (us):\n", gcoll_coll_name(w->coll), note);
@@ -674,4 +736,5 @@ void gcoll_calib_write_medians(FILE *f, const gcoll_calib_sweep_t *w, const char
                         w->algos[a]->name, w->t[s][a] * 1e6);
         fprintf(f, "\n");
     }
+    write_ways(f, w);
 }

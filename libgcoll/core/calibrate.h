@@ -77,6 +77,9 @@ typedef struct {
     double              blk[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS][GCOLL_CALIB_MAX_BLOCKS];
     unsigned char       nblk[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
     long                iters[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
+    /* the node's write way while the algorithm is timed at the size
+     * (gcoll_shm_stream_t; 0: the communicator's), picked when first sized */
+    unsigned char       way[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS];
 } gcoll_calib_sweep_t;
 
 /* How steady the machine was: the median over sizes of the winner's block
@@ -91,6 +94,8 @@ typedef struct {
     gcoll_calib_timing_t timing;
     int                  timed;        /* blocks timed so far (all sizes, all algorithms) */
     int                  via_mpi;      /* the candidate being timed is the MPI's collective */
+    int                  shm_stream;   /* the communicator's write way (gcoll_shm_stream_t),
+                                        * put back after each measurement */
 } gcoll_calib_t;
 
 /* Send and receive buffers of cap bytes each (allreduce, bcast, reduce up

@@ -38,8 +38,9 @@
 /* Bump when what calibration measures or how it derives rows changes: old
  * entries then no longer match and are measured again. */
 /* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again;
- * 4: allgather measured too */
-#define CALIB_FORMAT 4
+ * 4: allgather measured too; 5: the node's algorithms timed in their faster write way,
+ * allgather up to the block that fills MAX_BYTES */
+#define CALIB_FORMAT 5
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
@@ -58,12 +59,21 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
 #define NSIZES     ((int)(sizeof(calib_sizes) / sizeof(calib_sizes[0])))
 #define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size, allgather's result */
 
-/* The sizes of calib_sizes that coll measures on P ranks. */
-static int calib_nsizes(gcoll_coll_t coll, int P)
+/* The sizes coll measures on P ranks, into sizes[NSIZES + 1]: calib_sizes,
+ * for allgather those whose result fits MAX_BYTES and then the block that
+ * fills it.  The largest size's winner takes every size above, and a block
+ * 4x below the buffers' limit was a poor guide: on the Zen 4 guest's busy
+ * state (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
+ * 667 us), rdouble won that size by the noise and took 8-32 MiB blocks,
+ * where shm is 1.75x faster (8 MiB: 1369 against 2404 us). */
+static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
 {
-    int n = NSIZES;
-    if (coll == GCOLL_COLL_ALLGATHER)
-        while (n > 1 && calib_sizes[n - 1] * (size_t)P > MAX_BYTES) n--;
+    int n = 0;
+    for (int i = 0; i < NSIZES; i++)
+        if (coll != GCOLL_COLL_ALLGATHER || calib_sizes[i] * (size_t)P <= MAX_BYTES)
+            sizes[n++] = calib_sizes[i];
+    size_t top = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
+    if (coll == GCOLL_COLL_ALLGATHER && n && top > sizes[n - 1]) sizes[n++] = top;
     return n;
 }
 #define MAX_REFINE 4
@@ -401,8 +411,9 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
                                                            "its buffers to measure in");
     }
     for (size_t i = 0; i < NCOLLS && st == GCOLL_SUCCESS; i++) {
-        gcoll_calib_plan_sizes(w[i], calib_colls[i], calib_sizes,
-                               calib_nsizes(calib_colls[i], c->size));
+        size_t sizes[NSIZES + 1];
+        gcoll_calib_plan_sizes(w[i], calib_colls[i], sizes,
+                               calib_plan_sizes(calib_colls[i], c->size, sizes));
         gcoll_calib_add_mpi(w[i]);
         if (unplaced(s)) gcoll_calib_drop(w[i], UNPLACED_SKIP);
         for (int j = 0; j < w[i]->nsizes && st == GCOLL_SUCCESS; j++)

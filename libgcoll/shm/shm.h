@@ -115,6 +115,15 @@ typedef struct gcoll_shm_op {
  * algorithm (shm_sliced) that the calibration times beside shm. */
 #define GCOLL_SHM_SLICED 0x1u
 
+/* The write way of what the peers read: through the cache, or streamed
+ * (shm_coll.c, "Writing the reduced slice"; GCOLL_SHM_STREAM).  Copies
+ * this large choose it per call (one-step allreduces, allgather,
+ * reduce_scatter and bcast chunks, a reduce's ring payloads; ring bcasts
+ * from 1 KiB, shm_ring.c); smaller ones go through the cache.  The
+ * calibration times the node's algorithms in both ways from here
+ * (core/calibrate.c). */
+#define GCOLL_SHM_STREAM_IN_MIN (8u << 10)
+
 /* coll: GCOLL_COLL_ALLREDUCE, REDUCE_SCATTER, ALLGATHER (dtype's size is the
  * element size), BCAST (count is bytes), REDUCE, BARRIER (algos/algo.h).
  * Arguments as for the blocking calls; errors identical on every rank.

@@ -319,11 +319,6 @@ void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt);
 /* That fence, after streaming stores (nt); nothing otherwise. */
 void gcoll_shm_copy_done(int nt);
 
-/* The write way of what the peers read: through the cache, or streamed
- * (shm_coll.c, "Writing the reduced slice").  Copies this large choose it
- * per call (one-step allreduces, allgather, reduce_scatter and bcast
- * chunks, a reduce's ring payloads); smaller ones go through the cache. */
-#define GCOLL_SHM_STREAM_IN_MIN (8u << 10)
 /* The way of op o into o->stream: the user's (GCOLL_SHM_STREAM), the one
  * this rank has timed faster, or a reduce's non-root the root's; at the
  * op's end, learn from its time. */

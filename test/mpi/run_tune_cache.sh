@@ -84,12 +84,18 @@ first=$(selection)
     grep -Eq "^#   8 .* \*?mpi=[0-9.]+" "$entry" && [ -n "$first" ] &&
     mpi_rows_first "$entry"
 check "clean cache: calibrates, says so, writes $(basename "${entry:-none}") under \$XDG_CACHE_HOME/gcoll, ranks agree (rc=$rc)" $?
-# allgather too, up to the size whose gathered result (2 x 4 MiB) fits the
+# allgather too, up to the block whose gathered result (2 x 8 MiB) fills the
 # 16 MiB buffers, its rows covering every size
 ag_sizes=$(sed -n '/^# allgather medians/,/^[^#]/p' "${entry:-/dev/null}" | awk '$1 == "#" && $2 ~ /^[0-9]/ {print $2}' | tr '\n' ' ')
 [ -n "$entry" ] && grep -Eq "^allgather +host +1 +2 +([^ ]+-inf|\*) " "$entry" &&
-    [ "$ag_sizes" != "${ag_sizes%4M }" ] && [ "$ag_sizes" = "${ag_sizes%16M }" ]
-check "the entry holds allgather rows, measured up to 4M per rank at 2 ranks (sizes: $ag_sizes)" $?
+    [ "$ag_sizes" != "${ag_sizes%8M }" ] && [ "$ag_sizes" = "${ag_sizes%16M }" ]
+check "the entry holds allgather rows, measured up to 8M per rank at 2 ranks (sizes: $ag_sizes)" $?
+# the node's algorithms timed in both write ways from 8 KiB (GCOLL_SHM_STREAM
+# is auto here), the way each was timed in written beside the medians
+ways=$(sed -n '/^# allreduce write ways/,/^# allgather medians/p' "${entry:-/dev/null}")
+echo "$ways" | grep -Eq '^#   16K +.* shm=[cs]( |$)' && echo "$ways" | grep -Eq '^#   16M +.* shm=[cs]( |$)' &&
+    ! echo "$ways" | grep -Eq '^#   4K '
+check "the entry says which write way each algorithm was timed in, from 8 KiB: $(echo "$ways" | grep -c '^#   ') sizes" $?
 cp "$DIR/err" "$DIR/first.err"
 
 # ---- (b) second creation reads it -------------------------------------------------
