@@ -161,7 +161,8 @@ const gcoll_config_entry_t gcoll_config_table[] = {
     { "GCOLL_SHM_STREAM", "auto",
       "how a rank writes the slice it reduced in a large shared-memory allreduce: on (streaming "
       "stores), off (through the cache), auto (each rank measures both and keeps the faster; "
-      "a reduce's non-roots take the way their root measured)",
+      "a reduce's non-roots take the way their root measured, a bcast's root adds what its "
+      "reader measured)",
       parse_shm_stream, FIELD(shm_stream) },
     { "GCOLL_ZCOPY", "1",
       "0: collectives on gcoll_mem_alloc buffers copy through the node's segment like any other "
