@@ -114,18 +114,6 @@ static unsigned char *ring_payload(const gcoll_shm_t *shm, int j, const gcoll_sh
     return ring->slot + k * GCOLL_SHM_RING_SLOT;
 }
 
-/* A reduce's payloads from GCOLL_SHM_STREAM_IN_MIN choose their write way
- * as the step forms' do: the root times its calls (it reads what the
- * non-roots wrote) and the non-roots take its way (gcoll_shm_way_pick).
- * A writer up to 64 calls ahead of the root writes under the way of an
- * older call, so a try may time payloads of the old way and the new way's
- * payloads count for the way in use.  Learning from the way each payload
- * was written instead (marked in its line) made the try last until the
- * marked payloads reached the root, all the writers' calls between
- * written the other way: in the Zen 4 guest's slow state, where streamed
- * payloads cost 3x, the 32 KiB reduce took 1.60 us against 1.34 (and
- * 1.25 with the non-roots always through the cache); the busy state's
- * gain (13.4 -> 3.9 us) came with the simple form. */
 /* A bcast root's payloads from 1 KiB (GCOLL_SHM_RING_WAY_CLS0) choose
  * their write way too.  Through the cache each store first takes its line from
  * the reader's cache, where that slot's last payload went, and what that
@@ -245,6 +233,18 @@ static void ring_bcast_out(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     ring_read_learn(shm, o, w, (float)((gcoll_clock_now() - t0) * 1e9 / (double)o->bytes));
 }
 
+/* A reduce's payloads from GCOLL_SHM_STREAM_IN_MIN choose their write way
+ * as the step forms' do: the root times its calls (it reads what the
+ * non-roots wrote) and the non-roots take its way (gcoll_shm_way_pick).
+ * A writer up to 64 calls ahead of the root writes under the way of an
+ * older call, so a try may time payloads of the old way and the new way's
+ * payloads count for the way in use.  Learning from the way each payload
+ * was written instead (marked in its line) made the try last until the
+ * marked payloads reached the root, all the writers' calls between
+ * written the other way: in the Zen 4 guest's slow state, where streamed
+ * payloads cost 3x, the 32 KiB reduce took 1.60 us against 1.34 (and
+ * 1.25 with the non-roots always through the cache); the busy state's
+ * gain (13.4 -> 3.9 us) came with the simple form. */
 void gcoll_shm_ring_start(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
     o->seq = ++shm->ring_seq;
