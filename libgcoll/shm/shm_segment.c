@@ -248,10 +248,6 @@ err:
 void gcoll_shm_destroy(gcoll_shm_t *shm)
 {
     if (!shm) return;
-    if (getenv("GCOLL_XDBG")) for (int c = 22; c <= 26; c++) {
-        gcoll_shm_adapt_t *w = &shm->adapt_ag[c];
-        if (w->calls) fprintf(stderr, "XDBG rank %d cls %d ag: stream %d calls %u every %u next %u cost %.4f %.4f\n", shm->rank, c, w->stream, w->calls, w->every, w->next, w->cost[0], w->cost[1]);
-    }
     /* No synchronisation needed: peers still reading our region keep the
      * pages alive through their own mappings. */
     gcoll_shm_zc_destroy(shm);
