@@ -138,6 +138,7 @@ static void world_shape(gcoll_tune_cache_shape_t *s, int *rank)
     free(leaders);
     s->simulated = cfg.node_size > 0 && s->nodes > 1;
     s->shm = 1;
+    s->shm_stream = cfg.shm_stream;
     s->transport = cfg.transport != GCOLL_TRANSPORT_MPI && gcoll_tl_ucx_version() ? "ucx"
                                                                                             : "mpi";
     gcoll_tune_cache_host_facts(MPI_COMM_WORLD, s);

@@ -307,13 +307,15 @@ static void use_candidate(gcoll_calib_t *c, const gcoll_calib_sweep_t *w, int si
  * 8.6).  So from GCOLL_SHM_STREAM_IN_MIN each candidate is timed once in
  * each way (one call each, after the untimed one that lines the ranks up),
  * and its blocks go the faster way: the time it will have once its segment
- * has learnt.  Candidates that do not use the segment pay two calls. */
+ * has learnt.  Candidates that do not use the segment pay two calls (none
+ * where the communicator has no segment).  The cache key holds
+ * GCOLL_SHM_STREAM: an entry timed in one way only does not serve auto. */
 static gcoll_status_t pick_way(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, int a)
 {
     static const gcoll_shm_stream_t ways[2] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
     double t[2];
     w->way[si][a] = 0;   /* the communicator's */
-    if (c->shm_stream != GCOLL_SHM_STREAM_AUTO || is_mpi(w, a) ||
+    if (c->shm_stream != GCOLL_SHM_STREAM_AUTO || !c->comm->shm || is_mpi(w, a) ||
         w->sizes[si] < GCOLL_SHM_STREAM_IN_MIN)
         return GCOLL_SUCCESS;
     gcoll_status_t st = GCOLL_SUCCESS;

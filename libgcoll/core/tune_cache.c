@@ -48,7 +48,8 @@
  * neighbouring winners differ; its libgcoll algorithms and the
  * application's MPI_Allreduce, whose wins become mpi rows for the drop-in.
  * Then allgather, the same sizes per rank while the gathered result fits
- * MAX_BYTES (the largest one's winner takes every size above): whether the
+ * MAX_BYTES, and the block that fills it (the largest one's winner takes
+ * every size above; calib_plan_sizes): whether the
  * node's segment (two copies) or a transport's single copy (UCX over CMA)
  * moves a block faster differs between machines by 1.4-1.8x either way
  * (docs/TUNING.md).  The other collectives keep the built-in rows. */
@@ -158,12 +159,15 @@ void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t 
     library_id(lib, sizeof lib);
     snprintf(buf, len,
              "libgcoll=%d.%d.%d build=%s calibration=%d cpu=\"%s\" cores=%ld ranks=%d nodes=%d "
-             "ppn=%d uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s transport=%s "
-             "mpi=\"%s\"",
+             "ppn=%d uniform=%s simulated=%s oversubscribed=%s bound=%s shm=%s stream=%s "
+             "transport=%s mpi=\"%s\"",
              GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH, lib, CALIB_FORMAT, cpu,
              sysconf(_SC_NPROCESSORS_ONLN), s->ranks, s->nodes, s->ppn, yes(s->uniform),
-             yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm), s->transport,
-             mpi);
+             yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm),
+             s->shm_stream == GCOLL_SHM_STREAM_ON    ? "on"
+             : s->shm_stream == GCOLL_SHM_STREAM_OFF ? "off"
+                                                     : "auto",
+             s->transport, mpi);
 }
 
 /* Oversubscribed as the segment's waiters decide it (shm/shm_segment.c):
@@ -515,6 +519,7 @@ static void shape_of(gcoll_comm_t c, gcoll_tune_cache_shape_t *s)
     s->uniform = c->nodes_uniform;
     s->simulated = c->cfg.node_size > 0 && c->nnodes > 1;
     s->shm = c->shm != NULL;
+    s->shm_stream = c->cfg.shm_stream;
     s->transport = c->tl ? c->tl->name : "?";
     gcoll_tune_cache_host_facts(c->mpi_comm, s);
 }

@@ -26,6 +26,9 @@ typedef struct {
     int         oversubscribed;      /* some host's ranks outnumber the CPUs they may use */
     int         bound;               /* some rank may run on fewer CPUs than are online */
     int         shm;                 /* the node segment exists */
+    int         shm_stream;          /* GCOLL_SHM_STREAM (gcoll_shm_stream_t): auto entries
+                                      * time the segment's algorithms in their faster write
+                                      * way, on/off entries in that one */
     const char *transport;           /* "ucx", "mpi" */
 } gcoll_tune_cache_shape_t;
 

@@ -7,11 +7,12 @@
  * depends on where the ranks run relative to each other, and on a guest
  * on the moment, so neither can be fixed at build or calibration time.
  *
- * The schedule (shm_adapt.c): the way in use is timed on every call into a
- * running mean; the other way is tried on the 16th call of the class (the
- * 4th from 16 MiB), and then 32, 64, ... calls after, twice as far apart
- * each time it loses, down to one try in 256 calls; it wins where it is 10% faster.  A try lasts two
- * calls, the first untimed.
+ * The schedule (shm_adapt.c): the way in use is timed on the calls the
+ * caller times (from the class's second; a ring bcast's root times one in
+ * four) into a running mean; the other way is tried on the 16th call of
+ * the class (the 4th from 16 MiB), and then 32, 64, ... calls after, twice
+ * as far apart each time it loses, down to one try in 256 calls; it wins
+ * where it is 10% faster.  A try lasts two calls, the first untimed.
  *
  * Pure: the caller times its calls, and decides what a "call" is and
  * whose choice it is (a rank's own writes; a reduce's root for its

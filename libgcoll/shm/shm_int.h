@@ -8,8 +8,9 @@
  *                   each line holds the rank's step flag and 56 bytes of
  *                   inline payload (so a tiny message travels in the same
  *                   cache line as the flag that announces it: one miss);
- *                   then the rank's choices for the reduces it roots
- *                   (gcoll_shm_ctrl_t)
+ *                   then the rank's choices for the reduces it roots,
+ *                   and what its copies out of the ring bcasts of the
+ *                   rank before it cost (gcoll_shm_ctrl_t)
  *   page aligned    region[P]: per rank, two areas (one per parity) of
  *                   (P + 1) * slice bytes:
  *                     slot[j], j < P   slice bytes each: this rank's input

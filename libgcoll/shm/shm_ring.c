@@ -190,6 +190,7 @@ static void ring_copy_in_timed(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     double t0 = gcoll_clock_now();
     ring_copy_in(shm, o);
     float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)o->bytes);
+    if (ns <= 0) return;   /* a coarse clock: no sample (0 means unknown) */
     gcoll_shm_adapt_record(&shm->adapt_ring[o->cls], o->stream,
                            ns + ring_reader_cost(shm, o->root, o->cls, o->stream));
 }
@@ -201,6 +202,7 @@ static void ring_read_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int w, fl
 {
     int k = o->cls - GCOLL_SHM_RING_WAY_CLS0;
     float *c = &shm->ring_read[k].cost[w];
+    if (ns <= 0) return;   /* a coarse clock: no sample (0 means unknown) */
     *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
     _Atomic uint32_t *pub = &shm->ctrl[shm->rank].ring_cost[k][w];
     uint32_t bits = atomic_load_explicit(pub, memory_order_relaxed);

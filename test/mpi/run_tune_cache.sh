@@ -86,7 +86,7 @@ first=$(selection)
 check "clean cache: calibrates, says so, writes $(basename "${entry:-none}") under \$XDG_CACHE_HOME/gcoll, ranks agree (rc=$rc)" $?
 # allgather too, up to the block whose gathered result (2 x 8 MiB) fills the
 # 16 MiB buffers, its rows covering every size
-ag_sizes=$(sed -n '/^# allgather medians/,/^[^#]/p' "${entry:-/dev/null}" | awk '$1 == "#" && $2 ~ /^[0-9]/ {print $2}' | tr '\n' ' ')
+ag_sizes=$(sed -n '/^# allgather medians/,/^# allgather write ways\|^[^#]/p' "${entry:-/dev/null}" | awk '$1 == "#" && $2 ~ /^[0-9]/ && $0 !~ /=[cs]( |$)/ {print $2}' | tr '\n' ' ')
 [ -n "$entry" ] && grep -Eq "^allgather +host +1 +2 +([^ ]+-inf|\*) " "$entry" &&
     [ "$ag_sizes" != "${ag_sizes%8M }" ] && [ "$ag_sizes" = "${ag_sizes%16M }" ]
 check "the entry holds allgather rows, measured up to 8M per rank at 2 ranks (sizes: $ag_sizes)" $?

@@ -795,6 +795,7 @@ static void auto_segment_out(gcoll_shm_t *main_shm, int saved)
 static void write_way_tries(void);
 static void reduce_write_way(void);
 static void ring_bcast_way(void);
+static void ring_bcast_way_sum(void);
 
 static void run_write_ways(void)
 {
@@ -849,6 +850,7 @@ static void run_write_ways(void)
     write_way_tries();
     reduce_write_way();
     ring_bcast_way();
+    ring_bcast_way_sum();
     run_nt_results(&seed);
     if (gcoll_shm_cma_calls(copying))
         FAIL("a segment made with GCOLL_SHM_CMA=off ran %llu single copies",
@@ -978,6 +980,46 @@ static void ring_bcast_way(void)
         MPI_Barrier(MPI_COMM_WORLD);
     }
     free(ref);
+    free(buf);
+    auto_segment_out(main_shm, saved);
+}
+
+/* The root's way costs its own copy plus the reader's.  With the
+ * reader's published cost of the streamed way made huge (1000 ns per
+ * byte; rank 1 writes it after each of its calls, over what it measured,
+ * and a barrier orders that before the root's next call), 32 KiB bcasts
+ * from rank 0 must stay through the cache after the try at calls 16-17.
+ * The root's own copy alone is cheaper streamed at 32 KiB in both of the
+ * Zen 4 guest's states (0.043 against 0.077 ns per byte slow, 0.04
+ * against 0.39 busy), so a root that left the reader's cost out would
+ * switch there. */
+static void ring_bcast_way_sum(void)
+{
+    gcoll_shm_t *main_shm;
+    int saved;
+    if (size < 2 || !auto_segment_in(&main_shm, &saved)) return;
+    size_t n = GCOLL_SHM_RING_SLOT;
+    int cls = gcoll_shm_adapt_class(n) - GCOLL_SHM_RING_WAY_CLS0;
+    float cheap = 1e-6f, dear = 1e3f;
+    uint32_t bits[2];
+    memcpy(&bits[0], &cheap, sizeof(cheap));
+    memcpy(&bits[1], &dear, sizeof(dear));
+    unsigned char *buf = xmalloc(n);
+    for (int call = 1; call <= 24; call++) {
+        memset(buf, rank == 0 ? call : 0, n);
+        MPI_Barrier(MPI_COMM_WORLD);
+        gcoll_shm_op_t o;
+        gcoll_status_t st = op_run(&o, GCOLL_COLL_BCAST, NULL, buf, n, GCOLL_UINT8, GCOLL_SUM, 0, 0);
+        if (st) FAIL("ring bcast way sum, call %d: %s", call, gcoll_last_error());
+        if (buf[0] != (unsigned char)call || buf[n - 1] != (unsigned char)call)
+            FAIL("ring bcast way sum, call %d: wrong bytes", call);
+        if (rank == 1)
+            for (int w = 0; w < 2; w++) atomic_store(&shm->ctrl[1].ring_cost[cls][w], bits[w]);
+        if (rank == 0 && call >= 18 && o.stream)
+            FAIL("ring bcast way sum: the root streamed at call %d, though its reader's cost of "
+                 "that way is 1000 ns per byte", call);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     free(buf);
     auto_segment_out(main_shm, saved);
 }

@@ -131,6 +131,29 @@ static void test_level_ways(void)
           "36", n);
 }
 
+/* A class's first call is cold (page faults): 10x here.  It must not
+ * enter the running mean, or the try at the 4th call (16 MiB) would judge
+ * a way 1.5x slower against calls 1-3 and take it. */
+static float cold_first(int way, uint32_t call)
+{
+    if (way) return 1.5f;
+    return call == 1 ? 10.0f : 1.0f;
+}
+
+static void test_cold_first_call(void)
+{
+    gcoll_shm_adapt_t a = { 0 };
+    uint32_t t[8];
+    cls = 24;
+    int n = run(&a, 1, 10, cold_first, t, 8);
+    CHECK(n == 2 && t[0] == 4, "16 MiB: %d tries by call 10, first at %u, want 2 at 4-5", n,
+          n ? t[0] : 0);
+    CHECK(a.stream == 0, "16 MiB: switched to a way 1.5x slower after a cold first call");
+    CHECK(a.cost[0] > 0.99f && a.cost[0] < 1.01f, "16 MiB: running mean %.3f, want 1.0 (the "
+          "cold call left out)", a.cost[0]);
+    cls = 13;
+}
+
 /* From 16 MiB the first try comes at the 4th call, then 32, 64, ... 256
  * calls after each try's end as at any size; after a switch, 16 calls.
  * Below 16 MiB (23: 8 MiB) at the 16th. */
@@ -167,6 +190,7 @@ int main(void)
     test_state_change();
     test_level_ways();
     test_large_classes();
+    test_cold_first_call();
     printf("test_shm_adapt: %d checks, %d failed\n", n_checks, n_fail);
     return n_fail != 0;
 }
