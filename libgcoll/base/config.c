@@ -83,10 +83,16 @@ static gcoll_status_t parse_progress(const gcoll_config_entry_t *e, const char *
     return parse_choice(e, v, field, names, "caller, thread or auto");
 }
 
+static const char *const shm_stream_names[] = { "auto", "off", "on", NULL };   /* gcoll_shm_stream_t */
+
 static gcoll_status_t parse_shm_stream(const gcoll_config_entry_t *e, const char *v, void *field)
 {
-    static const char *const names[] = { "auto", "off", "on", NULL };   /* gcoll_shm_stream_t */
-    return parse_choice(e, v, field, names, "auto, off or on");
+    return parse_choice(e, v, field, shm_stream_names, "auto, off or on");
+}
+
+const char *gcoll_shm_stream_name(gcoll_shm_stream_t way)
+{
+    return (unsigned)way <= GCOLL_SHM_STREAM_ON ? shm_stream_names[way] : "?";
 }
 
 /* 0 and 1 stay accepted for off and on (the variable was a boolean). */

@@ -57,4 +57,7 @@ gcoll_status_t gcoll_config_load(gcoll_config_t *cfg);
 /* Value in force for an entry, as text (the environment's, or the default). */
 const char *gcoll_config_value(const gcoll_config_entry_t *e);
 
+/* GCOLL_SHM_STREAM's spelling of a way: auto, off, on. */
+const char *gcoll_shm_stream_name(gcoll_shm_stream_t way);
+
 #endif

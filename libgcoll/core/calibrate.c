@@ -345,9 +345,10 @@ static gcoll_status_t measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, 
         if (!applies(c, w->algos[a], n)) continue;
         use_candidate(c, w, si, a);
         double first = -1;
-        if (!w->iters[si][a]) st = pick_way(c, w, si, a);
-        if (st != GCOLL_SUCCESS) break;
-        use_candidate(c, w, si, a);
+        if (!w->iters[si][a]) {   /* first sized here: pick its way, then take it */
+            if ((st = pick_way(c, w, si, a)) != GCOLL_SUCCESS) break;
+            use_candidate(c, w, si, a);
+        }
         if (w->iters[si][a] > 0) {   /* sized on an earlier pass: warm up only */
             k.iters[a] = w->iters[si][a];
             st = time_block(c, w->coll, n, 1, &first);

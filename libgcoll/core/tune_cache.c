@@ -164,10 +164,7 @@ void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t 
              GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH, lib, CALIB_FORMAT, cpu,
              sysconf(_SC_NPROCESSORS_ONLN), s->ranks, s->nodes, s->ppn, yes(s->uniform),
              yes(s->simulated), yes(s->oversubscribed), yes(s->bound), yes(s->shm),
-             s->shm_stream == GCOLL_SHM_STREAM_ON    ? "on"
-             : s->shm_stream == GCOLL_SHM_STREAM_OFF ? "off"
-                                                     : "auto",
-             s->transport, mpi);
+             gcoll_shm_stream_name((gcoll_shm_stream_t)s->shm_stream), s->transport, mpi);
 }
 
 /* Oversubscribed as the segment's waiters decide it (shm/shm_segment.c):

@@ -14,9 +14,8 @@
  * docs/PERFORMANCE.md).  The reduce's form (single copy or copying) takes
  * the same schedule; its 16/32 MiB reduces took 4369/9076 us against
  * 4016/9159 before (busy state, within 9%).  Calls this large take a
- * millisecond or more, so
- * the noise that a running mean of small calls follows (below) does not
- * decide their tries.  Not from 1 MiB: a bcast root, which leaves before
+ * millisecond or more, so the noise that a running mean of small calls
+ * follows (below) does not decide their tries.  Not from 1 MiB: a bcast root, which leaves before
  * its readers copy the last chunk, times a streamed copy-in too cheaply
  * where a call has few chunks, and an early try left 1-4 MiB bcasts
  * streamed in the slow state, 1.1-1.4x slower. */
@@ -79,7 +78,7 @@ void gcoll_shm_adapt_record(gcoll_shm_adapt_t *a, int way, float ns)
     float *c = &a->cost[way];
     if (way == a->stream) {
         if (a->calls <= 1) return;   /* a class's first call is cold */
-        *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
+        gcoll_shm_adapt_fold(c, ns);
         a->tried = 0;
         return;
     }

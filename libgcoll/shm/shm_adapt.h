@@ -51,6 +51,13 @@ static inline int gcoll_shm_adapt_way(const gcoll_shm_adapt_t *a)
     return a->stream ^ gcoll_shm_adapt_due(a, a->calls);
 }
 
+/* The running mean of a way's ns per byte (0: none yet), with one more
+ * sample: the fold every timed call of the way in use gets. */
+static inline void gcoll_shm_adapt_fold(float *mean, float ns)
+{
+    *mean = *mean > 0 ? *mean + (ns - *mean) * 0.25f : ns;
+}
+
 /* A call that went `way` took ns_per_byte: learn from it. */
 void gcoll_shm_adapt_record(gcoll_shm_adapt_t *a, int way, float ns_per_byte);
 

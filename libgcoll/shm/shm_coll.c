@@ -513,7 +513,7 @@ void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 /* An op that went `way` took the time since t0: learn its ns per byte. */
 static void shm_adapt_record(gcoll_shm_adapt_t *a, int way, double t0, size_t bytes)
 {
-    gcoll_shm_adapt_record(a, way, (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes));
+    gcoll_shm_adapt_record(a, way, gcoll_shm_ns_per_byte(t0, bytes));
 }
 
 void gcoll_shm_way_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o)

@@ -68,6 +68,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
+#include "base/clock.h"
 #include "shm/shm.h"
 #include "shm/shm_adapt.h"
 
@@ -324,6 +325,12 @@ void gcoll_shm_copy_done(int nt);
  * this rank has timed faster, or a reduce's non-root the root's; at the
  * op's end, learn from its time. */
 void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o);
+/* What a copy of `bytes` begun at t0 (gcoll_clock_now) cost, ns per byte:
+ * what the adaptive choices learn from. */
+static inline float gcoll_shm_ns_per_byte(double t0, size_t bytes)
+{
+    return (float)((gcoll_clock_now() - t0) * 1e9 / (double)bytes);
+}
 void gcoll_shm_way_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o);
 
 /* The ring forms (shm_ring.c), for bcasts of at most GCOLL_SHM_RING_SLOT

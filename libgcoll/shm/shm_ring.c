@@ -45,7 +45,6 @@
  * A ring op moves once: it waits for its rule, then does all its work. */
 #include <string.h>
 #include "shm/shm_int.h"
-#include "base/clock.h"
 #include "base/copy.h"
 #include "base/coll_kind.h"
 
@@ -189,7 +188,7 @@ static void ring_copy_in_timed(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
     double t0 = gcoll_clock_now();
     ring_copy_in(shm, o);
-    float ns = (float)((gcoll_clock_now() - t0) * 1e9 / (double)o->bytes);
+    float ns = gcoll_shm_ns_per_byte(t0, o->bytes);
     if (ns <= 0) return;   /* a coarse clock: no sample (0 means unknown) */
     gcoll_shm_adapt_record(&shm->adapt_ring[o->cls], o->stream,
                            ns + ring_reader_cost(shm, o->root, o->cls, o->stream));
@@ -200,10 +199,10 @@ static void ring_copy_in_timed(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
  * meanwhile). */
 static void ring_read_learn(gcoll_shm_t *shm, const gcoll_shm_op_t *o, int w, float ns)
 {
+    if (ns <= 0) return;   /* a coarse clock: no sample (0 means unknown) */
     int k = o->cls - GCOLL_SHM_RING_WAY_CLS0;
     float *c = &shm->ring_read[k].cost[w];
-    if (ns <= 0) return;   /* a coarse clock: no sample (0 means unknown) */
-    *c = *c > 0 ? *c + (ns - *c) * 0.25f : ns;
+    gcoll_shm_adapt_fold(c, ns);
     _Atomic uint32_t *pub = &shm->ctrl[shm->rank].ring_cost[k][w];
     uint32_t bits = atomic_load_explicit(pub, memory_order_relaxed);
     float last;
@@ -232,7 +231,7 @@ static void ring_bcast_out(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     r->last = (uint8_t)w;
     double t0 = gcoll_clock_now();
     gcoll_copy(o->dst, src, o->bytes);
-    ring_read_learn(shm, o, w, (float)((gcoll_clock_now() - t0) * 1e9 / (double)o->bytes));
+    ring_read_learn(shm, o, w, gcoll_shm_ns_per_byte(t0, o->bytes));
 }
 
 /* A reduce's payloads from GCOLL_SHM_STREAM_IN_MIN choose their write way
