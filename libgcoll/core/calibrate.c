@@ -304,27 +304,42 @@ static void use_candidate(gcoll_calib_t *c, const gcoll_calib_sweep_t *w, int si
  * faster way, and the entry kept the loser for good (Zen 4 guest, busy
  * state, 2 ranks: allgathers from 4 MiB blocks went to rdouble, 11 ms at
  * 32 MiB against 8 for shm once it streams, and the slow state's shm took
- * 8.6).  So from GCOLL_SHM_STREAM_IN_MIN each candidate is timed once in
- * each way (one call each, after the untimed one that lines the ranks up),
- * and its blocks go the faster way: the time it will have once its segment
- * has learnt.  Candidates that do not use the segment pay two calls (none
- * where the communicator has no segment).  The cache key holds
- * GCOLL_SHM_STREAM: an entry timed in one way only does not serve auto. */
+ * 8.6).  So from GCOLL_SHM_STREAM_IN_MIN each candidate is timed in each
+ * way, and its blocks go the faster way: the time it will have once its
+ * segment has learnt.  One call per way (as first built) was too few: at
+ * 8-16 KiB a call is 1-3 us, of the order of the ranks' skew leaving the
+ * barrier, and in the slow state shm was timed streamed (1.75 us at 8 KiB,
+ * 2.6x its cached time), lost to hier, and the entry gave 8-32 KiB to hier.
+ * So each way is timed in WAY_ROUNDS short blocks of about WAY_BYTES of
+ * payload (1-16 calls), in the order cache, stream, stream, cache, ...
+ * (neither way always first after the other), and keeps its fastest block.
+ * Candidates that do not use the segment pay those calls too (none where
+ * the communicator has no segment).  The cache key holds GCOLL_SHM_STREAM:
+ * an entry timed in one way only does not serve auto. */
+#define WAY_ROUNDS 2
+#define WAY_BYTES (256u << 10)
+#define WAY_MAX_CALLS 16
 static gcoll_status_t pick_way(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, int a)
 {
     static const gcoll_shm_stream_t ways[2] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
-    double t[2];
+    double best[2] = { -1, -1 };
+    size_t bytes = w->sizes[si];
     w->way[si][a] = 0;   /* the communicator's */
     if (c->shm_stream != GCOLL_SHM_STREAM_AUTO || !c->comm->shm || is_mpi(w, a) ||
-        w->sizes[si] < GCOLL_SHM_STREAM_IN_MIN)
+        bytes < GCOLL_SHM_STREAM_IN_MIN)
         return GCOLL_SUCCESS;
+    long calls = (long)(WAY_BYTES / bytes);
+    calls = calls < 1 ? 1 : calls > WAY_MAX_CALLS ? WAY_MAX_CALLS : calls;
     gcoll_status_t st = GCOLL_SUCCESS;
-    for (int k = 0; k < 2 && st == GCOLL_SUCCESS; k++) {
+    for (int r = 0; r < 2 * WAY_ROUNDS && st == GCOLL_SUCCESS; r++) {
+        int k = (r + r / 2) & 1;   /* 0 1 1 0 0 1 ... */
+        double t;
         c->comm->cfg.shm_stream = ways[k];
-        st = time_block(c, w->coll, w->sizes[si] / sizeof(float), 1, &t[k]);
+        st = time_block(c, w->coll, bytes / sizeof(float), calls, &t);
+        if (st == GCOLL_SUCCESS && (best[k] < 0 || t < best[k])) best[k] = t;
     }
     c->comm->cfg.shm_stream = (gcoll_shm_stream_t)c->shm_stream;
-    if (st == GCOLL_SUCCESS) w->way[si][a] = (unsigned char)(t[1] < t[0] ? ways[1] : ways[0]);
+    if (st == GCOLL_SUCCESS) w->way[si][a] = (unsigned char)(best[1] < best[0] ? ways[1] : ways[0]);
     return st;
 }
 
