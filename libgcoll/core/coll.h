@@ -33,6 +33,10 @@ void gcoll_stage_layout(const void *sendbuf, size_t sbytes, const void *recvbuf,
  * the engine lock.  GCOLL_SUCCESS passes through. */
 gcoll_status_t gcoll_coll_failed(struct gcoll_comm *comm, gcoll_status_t st);
 
+/* Give the communicator's direct requests (coll.c, run_host) back to its
+ * pool: at destroy, before the count of outstanding requests is checked. */
+void gcoll_coll_direct_free(struct gcoll_comm *comm);
+
 /* Under the engine lock, from a task: post collective k on comm (a
  * sub-communicator) as a regular request on the engine's list.  The task
  * finds it done when !child->active, takes child->status (and child->err)

@@ -7,6 +7,7 @@
 #include "gcoll_build.h"  /* configure results (HAVE_UCX, ...) */
 #include "base/alloc.h"
 #include "core/comm.h"
+#include "core/coll.h"
 #include "base/config.h"
 #include "core/engine.h"
 #include "core/request_pool.h"
@@ -350,6 +351,7 @@ gcoll_status_t gcoll_comm_destroy(gcoll_comm_t comm)
 {
     gcoll_error_clear();
     GCOLL_TRY(gcoll_comm_check(comm));
+    gcoll_coll_direct_free(comm);
     if (comm->nrequests)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG,
                            "gcoll_comm_destroy: %zu request(s) of this communicator are still "
@@ -400,6 +402,16 @@ gcoll_status_t gcoll_comm_zcopy_stats(gcoll_comm_t comm, uint64_t *taken, uint64
     gcoll_engine_unlock();
     if (taken) *taken = z.taken;
     if (declined) *declined = z.declined + z.failed;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll_comm_direct_stats(gcoll_comm_t comm, uint64_t *done, uint64_t *handed)
+{
+    GCOLL_TRY(gcoll_comm_check(comm));
+    gcoll_engine_lock();
+    if (done) *done = comm->direct_done;
+    if (handed) *handed = comm->direct_handed;
+    gcoll_engine_unlock();
     return GCOLL_SUCCESS;
 }
 

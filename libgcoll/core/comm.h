@@ -65,6 +65,13 @@ struct gcoll_comm {
         size_t            sbytes, dbytes;
     } checked[GCOLL_COLL_COUNT];
 
+    /* Per collective, the request of the last blocking call whose schedule
+     * is one NODE step, kept for the same call again (coll.c: the direct
+     * path), or NULL; counted in nrequests until destroy gives it back. */
+    struct gcoll_request *direct[GCOLL_COLL_COUNT];
+    uint64_t              direct_done;   /* calls the direct path finished */
+    uint64_t              direct_handed; /* calls it started, then queued */
+
     gcoll_stats_t         stats;
 
     /* Revocation after a failure one rank saw alone (failure.h). */
@@ -106,6 +113,11 @@ gcoll_status_t gcoll_comm_levels(gcoll_comm_t comm, gcoll_comm_t *node, gcoll_co
  * that considered it and copied.  Internal, for tests (C and the Python
  * binding's): proof that a path was or was not taken. */
 gcoll_status_t gcoll_comm_zcopy_stats(gcoll_comm_t comm, uint64_t *taken, uint64_t *declined);
+
+/* The direct path's counters (coll.c, run_host): blocking calls that it
+ * finished, and calls that it started and handed to the engine to wait
+ * for.  Internal, for tests: proof that the path was or was not taken. */
+gcoll_status_t gcoll_comm_direct_stats(gcoll_comm_t comm, uint64_t *done, uint64_t *handed);
 
 /* Page-locked host memory of at least bytes, kept in the communicator, for
  * staging device buffers through the host path (not the scratch: the host

@@ -157,6 +157,11 @@ static void complete(struct gcoll_request *r, gcoll_status_t st)
     if (st != GCOLL_SUCCESS) gcoll_comm_fail(r->comm, st);   /* tell the peers */
 }
 
+int gcoll_engine_idle(void)
+{
+    return eng.nactive == 0;
+}
+
 int gcoll_engine_in_thread(void)
 {
     return eng.thread_on && pthread_equal(pthread_self(), eng.thread);

@@ -67,6 +67,10 @@ const char *gcoll_engine_mode(void);
 /* 1 on the progress thread (which may not call MPI). */
 int gcoll_engine_in_thread(void);
 
+/* Under the lock: 1 when no request is outstanding (none queued, so a
+ * blocking call may take its first steps itself: coll.c, run_host). */
+int gcoll_engine_idle(void);
+
 /* Under the lock: complete every outstanding schedule request of comm with
  * st, its sentence saying the communicator was revoked and why (failure.c). */
 void gcoll_engine_abort_comm(struct gcoll_comm *comm, gcoll_status_t st, const char *why);

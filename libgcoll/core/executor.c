@@ -203,6 +203,31 @@ static gcoll_status_t node_step(struct gcoll_request *r, const gcoll_step_t *st,
     return GCOLL_SUCCESS;
 }
 
+int gcoll_exec_lone_node(const struct gcoll_request *r)
+{
+    const gcoll_sched_t *s = &r->sched;
+    return s->nrounds == 1 && s->nsteps == 1 && gcoll_step_is_node(&s->steps[0]);
+}
+
+/* gcoll_exec_start's state, then the one step run and spun on.  Not done:
+ * the state is the one post_round leaves for a round without transfers
+ * (stage 1 from the round's first step), so exec_advance picks the NODE
+ * step up where node_step left it, early or not. */
+gcoll_status_t gcoll_exec_direct(struct gcoll_request *r, int *done)
+{
+    gcoll_exec_state_t *x = &r->x;
+    gcoll_exec_start(r);
+    x->stage = 1;   /* what post_round leaves for a round without transfers */
+    x->spin = 1;
+    int fin = 0, advanced = 0;
+    gcoll_status_t st = node_step(r, &r->sched.steps[0], &fin, &advanced);
+    x->spin = 0;
+    *done = fin || st != GCOLL_SUCCESS;
+    if (st != GCOLL_SUCCESS) abandon(r);
+    else if (fin) x->round = 1;
+    return st;
+}
+
 /* Stage 1: early NODE steps in order, while the transfers fly. */
 static gcoll_status_t run_early(struct gcoll_request *r, uint32_t end, int *advanced)
 {

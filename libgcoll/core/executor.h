@@ -27,6 +27,15 @@ void gcoll_exec_abort(struct gcoll_request *r);
 
 gcoll_status_t gcoll_exec_progress(struct gcoll_request *r, int *done, int *advanced);
 
+/* The direct path of a blocking call (coll.c, run_host): whether r's
+ * schedule is one NODE step and nothing else; and that step started and
+ * spun on by the caller, outside the engine's queue (as gcoll_exec_start
+ * plus a first gcoll_exec_progress would).  *done = 1 when it finished
+ * (or failed: r abandoned, as gcoll_exec_progress leaves it); else r is
+ * left for the engine, which continues the step where it stands. */
+int            gcoll_exec_lone_node(const struct gcoll_request *r);
+gcoll_status_t gcoll_exec_direct(struct gcoll_request *r, int *done);
+
 /* Shared segment r waits on with no transport operation open, or NULL:
  * a waiter with nothing else to do may sleep on it. */
 gcoll_shm_t *gcoll_exec_parkable(const struct gcoll_request *r);

@@ -8,6 +8,8 @@
 #   compress    compressed allreduces as engine tasks, against blocking twins
 #   pipeline    hierarchical allreduce at rendezvous sizes, UCX over tcp,
 #               4 ranks as 2 nodes, several launches
+#   direct      repeated small blocking calls: the direct path taken on one
+#               node at 2-4 ranks, and not by rank 0 across simulated nodes
 # One line per job; a failed job's output follows its FAIL line.  Exit 0 if
 # all passed, 1 if any failed, 77 without mpirun, 99 if the program is
 # missing.  Environment: MPIRUN, MPIRUN_FLAGS, GCOLL_TEST_TIMEOUT (s per job).
@@ -94,6 +96,15 @@ done
 for tl in $tls; do
     run_job fault 3 "GCOLL_TRANSPORT=$tl GCOLL_NODE_SIZE=1 GCOLL_TIMEOUT=5" fault
 done
+
+# the direct path of repeated small blocking calls: taken on one node in both
+# progress modes; across simulated nodes not by rank 0, which talks across
+for np in 2 3 4; do
+    for pm in thread caller; do
+        run_job direct "$np" "GCOLL_NODE_SIZE=0 GCOLL_PROGRESS=$pm" direct 1
+    done
+done
+run_job direct 4 "GCOLL_NODE_SIZE=2" direct 0
 
 # compressed allreduces as engine tasks beside a plain request, 2 and 3 nodes
 for pm in thread caller; do

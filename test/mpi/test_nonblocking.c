@@ -26,6 +26,13 @@
  *                              at once, waited in reverse order, 10 steps,
  *                              bit for bit against twin compressors used
  *                              blocking on the same inputs (run with nodes)
+ *   test_nonblocking direct E  repeated small blocking allreduce, bcast and
+ *                              reduce against MPI: with E=1 (one node) every
+ *                              call takes the direct path (core/coll.c), and
+ *                              a late root's readers hand theirs to the
+ *                              engine; E=0 (simulated nodes): none of rank
+ *                              0's calls does (it talks across nodes); then
+ *                              a blocking bcast behind an ibcast, in order
  *
  * Inputs are small integers (float32 sums exact), so results compare with
  * memcmp.  Prints one "FAIL ..." line per failure and "ok N checks" at the
@@ -40,6 +47,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "gcoll.h"
+#include "core/comm.h"   /* gcoll_comm_direct_stats */
 
 static int rank, size, failures, checks;
 
@@ -400,6 +408,112 @@ static int mode_many(void)
     return 0;
 }
 
+/* ---- the direct path of blocking calls (core/coll.c, run_host) ----------- */
+
+static gcoll_status_t job_call_blocking(job_t *j, gcoll_comm_t c)
+{
+    switch (j->coll) {
+    case C_ALLREDUCE:
+        return gcoll_allreduce(j->send, j->recv, j->count, GCOLL_FLOAT32, GCOLL_SUM, c);
+    case C_BCAST:  return gcoll_bcast(j->recv, j->count, GCOLL_FLOAT32, j->root, c);
+    case C_REDUCE:
+        return gcoll_reduce(j->send, j->recv, j->count, GCOLL_FLOAT32, GCOLL_SUM, j->root, c);
+    default:       return GCOLL_ERR_INTERNAL;
+    }
+}
+
+/* reps identical blocking calls (new inputs each time, the same buffers),
+ * each against MPI's; the root sleeps delay_us before every fourth. */
+static void direct_loop(gcoll_comm_t c, int coll, size_t count, int root, int reps, int delay_us)
+{
+    job_t j;
+    job_init(&j, coll, count, 0, root, 0);
+    for (int rep = 0; rep < reps; rep++) {
+        job_fill(&j, rep);
+        job_reference(&j);
+        if (delay_us && rank == j.root && rep % 4 == 1) usleep((useconds_t)delay_us);
+        EXPECT(job_call_blocking(&j, c) == GCOLL_SUCCESS, "blocking %s count=%zu rep %d: %s",
+               coll_name[coll], count, rep, gcoll_last_error());
+        job_check(&j, "blocking, repeated");
+    }
+    job_free(&j);
+}
+
+static void direct_counts(gcoll_comm_t c, uint64_t *done, uint64_t *handed)
+{
+    EXPECT(gcoll_comm_direct_stats(c, done, handed) == GCOLL_SUCCESS, "direct_stats: %s",
+           gcoll_last_error());
+}
+
+/* expect 1: one node, where a small blocking call is one NODE step and
+ * must take the direct path (every call: the first builds its schedule,
+ * the others keep it); 0: simulated nodes, where no call may. */
+static int mode_direct(int expect)
+{
+    gcoll_comm_t c;
+    gcoll_stats_t st0, st1;
+    uint64_t d0, h0, d1, h1;
+    const int reps = 100;
+    if (gcoll_comm_create(MPI_COMM_WORLD, &c) != GCOLL_SUCCESS) {
+        FAIL("comm_create");
+        return 1;
+    }
+    gcoll_comm_get_stats(c, &st0);
+    direct_counts(c, &d0, &h0);
+    direct_loop(c, C_ALLREDUCE, 3, 0, reps, 0);
+    direct_loop(c, C_BCAST, 2, size - 1, reps, 0);
+    direct_loop(c, C_REDUCE, 5, 0, reps, 0);
+    direct_counts(c, &d1, &h1);
+    gcoll_comm_get_stats(c, &st1);
+    /* across nodes a rank whose part is one NODE step (a reader of its
+     * node's bcast) may take it too; rank 0 leads node 0 and sends or
+     * receives across nodes in every one of these calls */
+    uint64_t want = expect ? 3 * (uint64_t)reps : 0;
+    if (expect || rank == 0)
+        EXPECT(d1 - d0 + h1 - h0 == want, "direct path: %llu calls finished and %llu handed "
+               "over, expected %llu in all", (unsigned long long)(d1 - d0),
+               (unsigned long long)(h1 - h0), (unsigned long long)want);
+    EXPECT(st1.calls - st0.calls == 3 * (uint64_t)reps, "stats count %llu calls, made %d",
+           (unsigned long long)(st1.calls - st0.calls), 3 * reps);
+
+    /* a late root: the readers' spin runs out, the engine waits for the rest */
+    direct_counts(c, &d0, &h0);
+    direct_loop(c, C_BCAST, 2, size - 1, 40, 20000);
+    direct_loop(c, C_REDUCE, 5, 0, 40, 20000);
+    direct_counts(c, &d1, &h1);
+    if (expect) {
+        int late = rank != size - 1 ? 10 : 0;   /* the bcast's readers wait 10 times */
+        EXPECT(h1 - h0 >= (uint64_t)late, "a late root: %llu calls handed to the engine, expected "
+               "at least %d", (unsigned long long)(h1 - h0), late);
+    } else if (rank == 0) {
+        EXPECT(d1 - d0 + h1 - h0 == 0, "simulated nodes: %llu calls of node 0's leader took "
+               "the direct path", (unsigned long long)(d1 - d0 + h1 - h0));
+    }
+
+    /* a request outstanding: the same blocking call goes after it, in order */
+    job_t nb, bl;
+    job_init(&nb, C_BCAST, 7, 0, 0, 1);
+    job_init(&bl, C_BCAST, 2, 0, size - 1, 2);
+    for (int rep = 0; rep < 5; rep++) {
+        gcoll_request_t req;
+        job_fill(&nb, rep);
+        job_fill(&bl, rep + 9);
+        job_reference(&nb);
+        job_reference(&bl);
+        EXPECT(job_call(&nb, c, &req, 0) == GCOLL_SUCCESS, "ibcast");
+        EXPECT(job_call_blocking(&bl, c) == GCOLL_SUCCESS, "bcast behind an ibcast: %s",
+               gcoll_last_error());
+        EXPECT(gcoll_wait(&req) == GCOLL_SUCCESS, "wait: %s", gcoll_last_error());
+        job_check(&nb, "ibcast, then a blocking bcast");
+        job_check(&bl, "blocking bcast behind an ibcast");
+    }
+    job_free(&nb);
+    job_free(&bl);
+    EXPECT(gcoll_comm_destroy(c) == GCOLL_SUCCESS, "destroy after direct calls: %s",
+           gcoll_last_error());
+    return 0;
+}
+
 /* ---- background progress -------------------------------------------------- */
 
 static double cpu_seconds(void)
@@ -607,6 +721,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "fault")) mode_fault();
     else if (!strcmp(mode, "pipeline")) mode_pipeline(argc > 2 ? atoi(argv[2]) : 10);
     else if (!strcmp(mode, "compress")) mode_compress();
+    else if (!strcmp(mode, "direct")) mode_direct(argc > 2 ? atoi(argv[2]) : 1);
     else FAIL("unknown mode %s", mode);
     int bad = failures, any = 0, total = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
