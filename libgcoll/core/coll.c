@@ -287,20 +287,29 @@ void gcoll_coll_direct_free(gcoll_comm_t comm)
     gcoll_engine_unlock();
 }
 
-/* A blocking collective on host buffers: post + wait on a request (the
- * direct one, or a pooled one with its kept schedule), under one hold of
- * the engine's lock (gcoll_engine_wait lets it go while it idles). */
+/* The request for blocking call k with its schedule: the direct one, or a
+ * pooled one (its kept schedule, else built now); *r = NULL on failure. */
+static gcoll_status_t host_request(gcoll_comm_t comm, const call_t *k, struct gcoll_request **r)
+{
+    if ((*r = direct_hit(comm, k))) return GCOLL_SUCCESS;
+    GCOLL_TRY(gcoll_request_get(comm, r));
+    gcoll_status_t st = keeps_schedule(comm, *r, k) ? GCOLL_SUCCESS : prepare_host(comm, *r);
+    if (st != GCOLL_SUCCESS) {
+        gcoll_request_put(*r);
+        *r = NULL;
+    }
+    return st;
+}
+
+/* A blocking collective on host buffers: post + wait on that request,
+ * under one hold of the engine's lock (gcoll_engine_wait lets it go while
+ * it idles). */
 static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
 {
-    gcoll_status_t st = GCOLL_SUCCESS;
+    struct gcoll_request *r;
     gcoll_engine_lock();   /* one lock for the whole call: pool, build, wait */
-    struct gcoll_request *r = direct_hit(comm, k);
-    if (!r && (st = gcoll_request_get(comm, &r)) == GCOLL_SUCCESS &&
-        (st = keeps_schedule(comm, r, k) ? GCOLL_SUCCESS : prepare_host(comm, r)) != GCOLL_SUCCESS) {
-        gcoll_request_put(r);
-        r = NULL;
-    }
-    if (r) {
+    gcoll_status_t st = host_request(comm, k, &r);
+    if (st == GCOLL_SUCCESS) {
         int done = 0;
         if (gcoll_engine_idle() && gcoll_exec_lone_node(r)) {   /* queued requests go first */
             st = gcoll_exec_direct(r, &done);

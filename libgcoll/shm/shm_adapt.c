@@ -15,10 +15,10 @@
  * the same schedule; its 16/32 MiB reduces took 4369/9076 us against
  * 4016/9159 before (busy state, within 9%).  Calls this large take a
  * millisecond or more, so the noise that a running mean of small calls
- * follows (below) does not decide their tries.  Not from 1 MiB: a bcast root, which leaves before
- * its readers copy the last chunk, times a streamed copy-in too cheaply
- * where a call has few chunks, and an early try left 1-4 MiB bcasts
- * streamed in the slow state, 1.1-1.4x slower. */
+ * follows (below) does not decide their tries.  Not from 1 MiB: a bcast
+ * root, which leaves before its readers copy the last chunk, times a
+ * streamed copy-in too cheaply where a call has few chunks, and an early
+ * try left 1-4 MiB bcasts streamed in the slow state, 1.1-1.4x slower. */
 #define ADAPT_PROBE_LARGE     4
 #define ADAPT_PROBE_LARGE_CLS 24   /* 16 MiB */
 #define ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
