@@ -22,6 +22,38 @@
 #define ADAPT_PROBE_LARGE     4
 #define ADAPT_PROBE_LARGE_CLS 24   /* 16 MiB */
 #define ADAPT_SWITCH    0.9f   /* the other way must be 10% faster */
+/* Below 64 KiB (ADAPT_SMALL_CLS) a call is too short to judge a way by
+ * one sample or to be tried as often as a large one, both measured on an
+ * Intel Xeon guest (2026-12-07, 2 ranks, 8 KiB allreduce, the one-step form
+ * written through the cache, 1.67-1.70 us per call, or streamed, 1.82-1.90):
+ *  - one call of 8 KiB took 1.2-1.9 us between its 10th and 90th
+ *    percentiles (the wait for the peer's late start is part of every
+ *    call), so a one-call try, judged within 10%, was a coin toss; a try
+ *    now carries about 2^ADAPT_SMALL_CLS bytes in its timed calls (at most
+ *    ADAPT_TRY_MAX calls, the untimed first included: 9 at 8 KiB), judged
+ *    on their mean;
+ *  - a try of the slower way cost more than its calls' share (its calls
+ *    took 2.4-2.5 us, and the default ran 1.81-1.96 us against 1.72-1.78
+ *    with no tries at all, 4 alternated launches), so the widest spacing
+ *    between tries carries about ADAPT_SPACING_BYTES of the class's
+ *    payload (2048 calls at 8 KiB: a few milliseconds, as one try in 256
+ *    calls is from 64 KiB). */
+#define ADAPT_SMALL_CLS     16            /* 64 KiB */
+#define ADAPT_TRY_MAX       9
+#define ADAPT_SPACING_BYTES (16u << 20)   /* 256 calls of 64 KiB */
+
+/* Calls of a try of class cls, the untimed first included. */
+static uint32_t adapt_try_len(int cls)
+{
+    uint32_t timed = cls < ADAPT_SMALL_CLS ? 1u << (ADAPT_SMALL_CLS - cls) : 1;
+    return timed + 1 < ADAPT_TRY_MAX ? timed + 1 : ADAPT_TRY_MAX;
+}
+
+/* The widest spacing of tries in class cls, in calls. */
+static uint32_t adapt_spacing_max(int cls)
+{
+    return cls < ADAPT_SMALL_CLS ? ADAPT_SPACING_BYTES >> cls : ADAPT_PROBE_MAX;
+}
 
 int gcoll_shm_adapt_class(size_t bytes)
 {
@@ -35,6 +67,7 @@ void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a, int cls)
     if (!a->every) {
         a->every = ADAPT_PROBE;
         a->next  = cls >= ADAPT_PROBE_LARGE_CLS ? ADAPT_PROBE_LARGE : ADAPT_PROBE;
+        a->cls   = (uint8_t)cls;
     }
     a->calls++;
 }
@@ -54,13 +87,14 @@ int gcoll_shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call)
  * weigh half the mean the try is judged against (2 ranks, slow state:
  * allgathers of 16-32 MiB blocks went streamed, 19-24% slower).
  *
- * The other way: a try lasts two calls (the caller keeps trying while
+ * The other way: a try lasts adapt_try_len calls (the caller keeps trying while
  * calls >= next), the first untimed: it pays for the change (the reduce's
  * other form runs with its buffers out of cache, 2-4x its steady time on
  * the Zen 4 guest; the other write way finds the lines where the last way
  * left them), which a running mean would carry through many tries, and the
- * second's time is the way's cost.  Then switch where it was 10% faster
- * (and try again soon), else try half as often.  The write ways took a
+ * mean of the others is the way's cost.  Then switch where it was 10% faster
+ * (and try again soon), else try half as often, down to
+ * adapt_spacing_max.  The write ways took a
  * one-call try until 2026-12-06: in the Zen 4 guest's slow state it left
  * classes on the slower way (2 ranks, peer harness, 6-8 alternated
  * launches: allreduce 128 KiB 15.5-22 against 7.8-9.6 us with the
@@ -83,12 +117,16 @@ void gcoll_shm_adapt_record(gcoll_shm_adapt_t *a, int way, float ns)
         return;
     }
     if (++a->tried < 2) return;   /* the untimed first call of the try */
+    a->trysum += ns;
+    uint32_t len = adapt_try_len(a->cls);
+    if (a->tried < len) return;
+    *c = a->trysum / (float)(len - 1);
     a->tried = 0;
-    *c = ns;
+    a->trysum = 0;
     if (*c < ADAPT_SWITCH * a->cost[a->stream]) {   /* switch; watch closely again */
         a->stream = (uint8_t)way;
         a->every  = ADAPT_PROBE;
-    } else if (a->every < ADAPT_PROBE_MAX) {
+    } else if (a->every < adapt_spacing_max(a->cls)) {
         a->every *= 2;
     }
     a->next = a->calls + a->every;

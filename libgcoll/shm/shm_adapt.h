@@ -11,8 +11,10 @@
  * caller times (from the class's second; a ring bcast's root times one in
  * four) into a running mean; the other way is tried on the 16th call of
  * the class (the 4th from 16 MiB), and then 32, 64, ... calls after, twice
- * as far apart each time it loses, down to one try in 256 calls; it wins
- * where it is 10% faster.  A try lasts two calls, the first untimed.
+ * as far apart each time it loses, down to one try in 256 calls (below
+ * 64 KiB, one in as many calls as carry 16 MiB); it wins where the mean of
+ * its timed calls is 10% faster.  A try lasts two calls from 64 KiB, more
+ * below (about 64 KiB of payload, at most 9 calls), the first untimed.
  *
  * Pure: the caller times its calls, and decides what a "call" is and
  * whose choice it is (a rank's own writes; a reduce's root for its
@@ -33,6 +35,8 @@ typedef struct {
     uint32_t every;       /* calls between such tries */
     uint8_t  stream;      /* the way in use (0 or 1; for the write ways 1 = streaming stores) */
     uint8_t  tried;       /* calls of the try in progress (the first is not timed) */
+    uint8_t  cls;         /* the size class (its first call's) */
+    float    trysum;      /* ns per byte of the try's timed calls so far */
     float    cost[2];     /* running mean of ns per byte, by way; 0 = unknown */
 } gcoll_shm_adapt_t;
 

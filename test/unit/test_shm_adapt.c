@@ -3,7 +3,9 @@
  * made-up times: where the tries fall, when the way switches, that a try's
  * first call is not timed, that a change of the machine is caught at the
  * next scheduled try, that two level ways are not tried more than the
- * schedule says, and that classes from 16 MiB try first at their 4th call.  One line per failure; exit 1 on any. */
+ * schedule says, that classes from 16 MiB try first at their 4th call, and
+ * that a small class's try is judged on the mean of its timed calls.  One
+ * line per failure; exit 1 on any. */
 #include <stdio.h>
 #include "shm/shm_adapt.h"
 
@@ -23,8 +25,9 @@ static int n_checks, n_fail;
 /* ns per byte of call `call` (from 1) going `way` */
 typedef float (*cost_fn)(int way, uint32_t call);
 
-/* The size class the calls below count in (13: 8 KiB; 24: 16 MiB). */
-static int cls = 13;
+/* The size class the calls below count in (16: 64 KiB, two-call tries;
+ * 13: 8 KiB, nine-call tries; 24: 16 MiB). */
+static int cls = 16;
 
 /* Calls first..last as a caller makes them: count, take the way, time it.
  * The calls that did not go the way in use at their start (tries) are
@@ -151,7 +154,7 @@ static void test_cold_first_call(void)
     CHECK(a.stream == 0, "16 MiB: switched to a way 1.5x slower after a cold first call");
     CHECK(a.cost[0] > 0.99f && a.cost[0] < 1.01f, "16 MiB: running mean %.3f, want 1.0 (the "
           "cold call left out)", a.cost[0]);
-    cls = 13;
+    cls = 16;
 }
 
 /* From 16 MiB the first try comes at the 4th call, then 32, 64, ... 256
@@ -179,7 +182,54 @@ static void test_large_classes(void)
     n = run(&c, 1, 16, slower_other, t, 8);
     CHECK(n == 1 && t[0] == 16, "8 MiB: %d tries by call 16, first at %u, want 1 at 16", n,
           n ? t[0] : 0);
+    cls = 16;
+}
+
+/* 8 KiB: one lucky call of the other way (2x faster than the way in use)
+ * among calls that are 1.2x slower; a try's mean of 8 timed calls keeps
+ * the way in use, where one timed call would have switched. */
+static float lucky_call(int way, uint32_t call)
+{
+    if (!way) return 1.0f;
+    return call == 17 ? 0.5f : 1.2f;
+}
+
+static void test_long_try(void)
+{
+    uint32_t t[80];
     cls = 13;
+    gcoll_shm_adapt_t a = { 0 };
+    int n = run(&a, 1, 24, lucky_call, t, 32);
+    CHECK(a.stream == 0, "8 KiB: switched on one lucky call of a way 1.2x slower");
+    n += run(&a, 25, 60, lucky_call, t + n, 80 - n);
+    CHECK(n == 14 && t[0] == 16 && t[8] == 24 && t[9] == 56,
+          "8 KiB: %d try calls by call 60, at %u..%u then %u; want 14: 16-24, then 56-60", n,
+          t[0], n > 8 ? t[8] : 0, n > 9 ? t[9] : 0);
+    CHECK(a.cost[1] > 1.1f && a.cost[1] < 1.2f, "8 KiB: the try's cost %.3f, want the mean "
+          "of its 8 timed calls (1.11)", a.cost[1]);
+
+    gcoll_shm_adapt_t b = { 0 };
+    run(&b, 1, 23, faster_other, t, 32);
+    CHECK(b.stream == 0, "8 KiB: switched before the try's 9th call");
+    run(&b, 24, 24, faster_other, t, 32);
+    CHECK(b.stream == 1, "8 KiB: the way 20%% faster not taken after its 9-call try");
+
+    /* 8 KiB: a losing way's tries spread to one in 2048 calls (16 MiB of
+     * payload), not one in 256 */
+    gcoll_shm_adapt_t d = { 0 };
+    n = run(&d, 1, 6000, slower_other, t, 80);
+    static const uint32_t starts[] = { 16, 56, 128, 264, 528, 1048, 2080, 4136 };
+    CHECK(n == 72, "8 KiB: %d try calls of a slower way in 6000 calls, want 72 (8 tries)", n);
+    for (int i = 0; i < 8 && 9 * i < n; i++)
+        CHECK(t[9 * i] == starts[i], "8 KiB: try %d starts at call %u, want %u", i, t[9 * i],
+              starts[i]);
+
+    cls = 10;   /* 1 KiB: 64 timed calls by the payload, capped at 9 calls */
+    gcoll_shm_adapt_t c = { 0 };
+    n = run(&c, 1, 30, slower_other, t, 32);
+    CHECK(n == 9 && t[8] == 24, "1 KiB: a try of %d calls ending at %u, want 9 ending at 24",
+          n, n ? t[n - 1] : 0);
+    cls = 16;
 }
 
 int main(void)
@@ -191,6 +241,7 @@ int main(void)
     test_level_ways();
     test_large_classes();
     test_cold_first_call();
+    test_long_try();
     printf("test_shm_adapt: %d checks, %d failed\n", n_checks, n_fail);
     return n_fail != 0;
 }
