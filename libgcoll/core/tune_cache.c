@@ -39,8 +39,8 @@
  * entries then no longer match and are measured again. */
 /* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again;
  * 4: allgather measured too; 5: the node's algorithms timed in their faster write way,
- * allgather up to the block that fills MAX_BYTES */
-#define CALIB_FORMAT 5
+ * allgather up to the block that fills MAX_BYTES; 6: bcast measured too, from BCAST_MIN */
+#define CALIB_FORMAT 6
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
@@ -52,17 +52,27 @@
  * every size above; calib_plan_sizes): whether the
  * node's segment (two copies) or a transport's single copy (UCX over CMA)
  * moves a block faster differs between machines by 1.4-1.8x either way
- * (docs/TUNING.md).  The other collectives keep the built-in rows. */
-static const gcoll_coll_t calib_colls[] = { GCOLL_COLL_ALLREDUCE, GCOLL_COLL_ALLGATHER };
+ * (docs/TUNING.md).  Then bcast from BCAST_MIN, for the same reason: on an
+ * Intel Xeon guest (2 ranks, 2026-12-07) the transport's binomial tree, one
+ * UCX rendezvous read by CMA, took 12 us at 256 KiB and 24 at 512 KiB
+ * against the segment's 16-17 and 33, and lost below 128 KiB and from
+ * 2 MiB; on the Zen 4 guests the segment won at every size.  Below
+ * BCAST_MIN the segment's ring (0.1-1.1 us) beat the transports by 1.5-2x
+ * on both, and timing those sizes cost a second more.  The other
+ * collectives keep the built-in rows. */
+static const gcoll_coll_t calib_colls[] = { GCOLL_COLL_ALLREDUCE, GCOLL_COLL_ALLGATHER,
+                                             GCOLL_COLL_BCAST };
 static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10, 256u << 10,
                                       1u << 20, 4u << 20, 16u << 20 };
 #define NCOLLS     (sizeof(calib_colls) / sizeof(calib_colls[0]))
 #define NSIZES     ((int)(sizeof(calib_sizes) / sizeof(calib_sizes[0])))
 #define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size, allgather's result */
+#define BCAST_MIN  (16u << 10)   /* bcast's smallest size measured; its winner takes those below */
+#define BCAST_MAX  (4u << 20)    /* ... and its largest */
 
 /* The sizes coll measures on P ranks, into sizes[NSIZES + 1]: calib_sizes,
- * for allgather those whose result fits MAX_BYTES and then the block that
- * fills it.  The largest size's winner takes every size above, and a block
+ * for bcast from BCAST_MIN, for allgather those whose result fits
+ * MAX_BYTES and then the block that fills it.  The largest size's winner takes every size above, and a block
  * 4x below the buffers' limit was a poor guide: on the Zen 4 guest's busy
  * state (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
  * 667 us), rdouble won that size by the noise and took 8-32 MiB blocks,
@@ -71,7 +81,8 @@ static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
 {
     int n = 0;
     for (int i = 0; i < NSIZES; i++)
-        if (coll != GCOLL_COLL_ALLGATHER || calib_sizes[i] * (size_t)P <= MAX_BYTES)
+        if ((coll != GCOLL_COLL_ALLGATHER || calib_sizes[i] * (size_t)P <= MAX_BYTES) &&
+            (coll != GCOLL_COLL_BCAST || (calib_sizes[i] >= BCAST_MIN && calib_sizes[i] <= BCAST_MAX)))
             sizes[n++] = calib_sizes[i];
     size_t top = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
     if (coll == GCOLL_COLL_ALLGATHER && n && top > sizes[n - 1]) sizes[n++] = top;
@@ -417,6 +428,8 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
                                calib_plan_sizes(calib_colls[i], c->size, sizes));
         gcoll_calib_add_mpi(w[i]);
         if (unplaced(s)) gcoll_calib_drop(w[i], UNPLACED_SKIP);
+        /* on one node hier's bcast is the segment's, one level deep */
+        if (calib_colls[i] == GCOLL_COLL_BCAST && s->nodes == 1) gcoll_calib_drop(w[i], "hier");
         for (int j = 0; j < w[i]->nsizes && st == GCOLL_SUCCESS; j++)
             st = gcoll_calib_measure(&k, w[i], j);
         if (st == GCOLL_SUCCESS) st = gcoll_calib_refine(&k, w[i], MAX_REFINE);

@@ -79,7 +79,7 @@ rc=$?
 entry=$(entries "$DIR/xdg/gcoll")
 first=$(selection)
 [ "$rc" = 0 ] && [ -n "$entry" ] && [ "$(echo "$entry" | wc -l)" = 1 ] &&
-    grep -q "^gcoll: calibrating allreduce and allgather for this machine (2 ranks, 1 node)\.\.\. cached in $entry (" "$DIR/err" &&
+    grep -q "^gcoll: calibrating allreduce, allgather and bcast for this machine (2 ranks, 1 node)\.\.\. cached in $entry (" "$DIR/err" &&
     grep -q "^# key: libgcoll=.* ranks=2 nodes=1 ppn=2 .* mpi=\"[^\"]" "$entry" && grep -Eq "^allreduce +host +1 +2 " "$entry" &&
     grep -Eq "^#   8 .* \*?mpi=[0-9.]+" "$entry" && [ -n "$first" ] &&
     mpi_rows_first "$entry"
@@ -90,6 +90,13 @@ ag_sizes=$(sed -n '/^# allgather medians/,/^# allgather write ways\|^[^#]/p' "${
 [ -n "$entry" ] && grep -Eq "^allgather +host +1 +2 +([^ ]+-inf|\*) " "$entry" &&
     [ "$ag_sizes" != "${ag_sizes%8M }" ] && [ "$ag_sizes" = "${ag_sizes%16M }" ]
 check "the entry holds allgather rows, measured up to 8M per rank at 2 ranks (sizes: $ag_sizes)" $?
+# bcast too, from 16 KiB to 4 MiB (the smallest's winner takes the sizes
+# below, the largest's those above), its rows covering every size
+bc_sizes=$(sed -n '/^# bcast medians/,/^# bcast write ways\|^[^#]/p' "${entry:-/dev/null}" | awk '$1 == "#" && $2 ~ /^[0-9]/ && $0 !~ /=[cs]( |$)/ {print $2}' | tr '\n' ' ')
+[ -n "$entry" ] && grep -Eq "^bcast +host +1 +2 +0-" "$entry" &&
+    grep -Eq "^bcast +host +1 +2 +([^ ]+-inf|\*) " "$entry" &&
+    [ "${bc_sizes%% *}" = 16K ] && [ "$bc_sizes" != "${bc_sizes%4M }" ] && [ "$bc_sizes" = "${bc_sizes%16M }" ]
+check "the entry holds bcast rows from 0 to inf, measured at 16K-4M at 2 ranks (sizes: $bc_sizes)" $?
 # the node's algorithms timed in both write ways from 8 KiB (GCOLL_SHM_STREAM
 # is auto here), the way each was timed in written beside the medians
 ways=$(sed -n '/^# allreduce write ways/,/^# allgather medians/p' "${entry:-/dev/null}")
@@ -194,7 +201,7 @@ rc=$?
 four=$(entries "$DIR/four")
 sel4=$(selection)
 [ "$rc" = 0 ] && [ -n "$sel4" ] && [[ "$(basename "${four:-x}")" == 4r-2x2-* ]] &&
-    grep -q "calibrating allreduce and allgather for this machine (4 ranks, 2 simulated nodes of 2)\.\.\. cached in $four" "$DIR/err" &&
+    grep -q "calibrating allreduce, allgather and bcast for this machine (4 ranks, 2 simulated nodes of 2)\.\.\. cached in $four" "$DIR/err" &&
     grep -q "simulated=yes" "$four" && grep -Eq "^allreduce +host +2 +2 " "$four"
 check "4 ranks as 2 nodes: an entry of its own, all 4 ranks choose alike ($sel4)" $?
 # ranks sharing CPUs unbound: the leader-based allreduce, whose time there
@@ -217,7 +224,7 @@ rc=$?
 check "mpirun -n 4 gcoll_info with GCOLL_NODE_SIZE=2 finds that entry" $?
 GCOLL_TUNE_CACHE=$DIR/four GCOLL_NODE_SIZE=2 mpi 4 "$INFO" --calibrate
 rc=$?
-[ "$rc" = 0 ] && grep -q "calibrating allreduce and allgather .*cached in $four" "$DIR/err" &&
+[ "$rc" = 0 ] && grep -q "calibrating allreduce, allgather and bcast .*cached in $four" "$DIR/err" &&
     grep -q "^gcoll_info: entry for this shape: $four" "$DIR/out"
 check "gcoll_info --calibrate measures again and replaces the entry" $?
 
@@ -227,7 +234,7 @@ if [ -f "$LIB" ] && [ -x test/mpi/test_dropin ]; then
     GCOLL_TUNE_CACHE=$DIR/dropin mpi 2 -x "LD_PRELOAD=$LIB" \
         -x "LD_LIBRARY_PATH=$PWD/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" test/mpi/test_dropin
     rc=$?
-    [ "$rc" = 0 ] && grep -q "calibrating allreduce and allgather for this machine (2 ranks, 1 node)\.\.\. cached in $DIR/dropin/" "$DIR/err" &&
+    [ "$rc" = 0 ] && grep -q "calibrating allreduce, allgather and bcast for this machine (2 ranks, 1 node)\.\.\. cached in $DIR/dropin/" "$DIR/err" &&
         [ -n "$(entries "$DIR/dropin")" ]
     check "preloaded drop-in on a clean cache: MPI_Init measures and caches, the program passes" $?
 else
