@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit test of gcoll_copy (base/copy.h), the bulk copy of the collectives:
  * every source and destination offset in a 64-byte line, sizes on both
- * sides of the vector path's threshold and of its 16-byte head and 64-byte
- * body, up to 1 MiB + 7.  Each copy must reproduce the source exactly and
+ * sides of the vector path's thresholds (1 KiB, 2 KiB, 4 KiB) and of its
+ * 16-byte head and 64-byte body, up to 1 MiB + 7.  Each copy must reproduce the source exactly and
  * leave the guard bytes around the destination untouched.  Exit status 0 on
  * success, 1 on any failure. */
 #include <stdint.h>
@@ -16,8 +16,8 @@
 
 int main(void)
 {
-    const size_t sizes[] = { 0, 1, 15, 63, 2047, 2048, 2049, 2063, 4096 + 13, 65536 + 48,
-                             (1u << 20) + 7 };
+    const size_t sizes[] = { 0, 1, 15, 63, 1023, 1024, 1025, 1041, 2047, 2048, 2049, 2063,
+                             4095, 4096, 4096 + 13, 65536 + 48, (1u << 20) + 7 };
     const size_t nsizes = sizeof sizes / sizeof sizes[0];
     size_t cap = (1u << 20) + 7 + 2 * GUARD + 64;
     unsigned char *src, *dst, *want;
