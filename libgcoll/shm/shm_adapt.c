@@ -42,8 +42,7 @@
 #define ADAPT_TRY_MAX       9
 #define ADAPT_SPACING_BYTES (16u << 20)   /* 256 calls of 64 KiB */
 
-/* Calls of a try of class cls, the untimed first included. */
-static uint32_t adapt_try_len(int cls)
+uint32_t gcoll_shm_adapt_try_calls(int cls)
 {
     uint32_t timed = cls < ADAPT_SMALL_CLS ? 1u << (ADAPT_SMALL_CLS - cls) : 1;
     return timed + 1 < ADAPT_TRY_MAX ? timed + 1 : ADAPT_TRY_MAX;
@@ -87,19 +86,18 @@ int gcoll_shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call)
  * weigh half the mean the try is judged against (2 ranks, slow state:
  * allgathers of 16-32 MiB blocks went streamed, 19-24% slower).
  *
- * The other way: a try lasts adapt_try_len calls (the caller keeps trying while
- * calls >= next), the first untimed: it pays for the change (the reduce's
- * other form runs with its buffers out of cache, 2-4x its steady time on
- * the Zen 4 guest; the other write way finds the lines where the last way
- * left them), which a running mean would carry through many tries, and the
- * mean of the others is the way's cost.  Then switch where it was 10% faster
- * (and try again soon), else try half as often, down to
- * adapt_spacing_max.  The write ways took a
- * one-call try until 2026-12-06: in the Zen 4 guest's slow state it left
- * classes on the slower way (2 ranks, peer harness, 6-8 alternated
- * launches: allreduce 128 KiB 15.5-22 against 7.8-9.6 us with the
- * two-call try, 8 KiB 0.84 against 0.68; bcast, allgather and
- * reduce_scatter level or better).
+ * The other way: a try lasts gcoll_shm_adapt_try_calls calls (the caller
+ * keeps trying while calls >= next), the first untimed: it pays for the
+ * change (the reduce's other form runs with its buffers out of cache, 2-4x
+ * its steady time on the Zen 4 guest; the other write way finds the lines
+ * where the last way left them), which a running mean would carry through
+ * many tries, and the mean of the others is the way's cost. Then switch
+ * where it was 10% faster (and try again soon), else try half as often, down
+ * to adapt_spacing_max. The write ways took a one-call try until 2026-12-06:
+ * in the Zen 4 guest's slow state it left classes on the slower way (2
+ * ranks, peer harness, 6-8 alternated launches: allreduce 128 KiB 15.5-22
+ * against 7.8-9.6 us with the two-call try, 8 KiB 0.84 against 0.68; bcast,
+ * allgather and reduce_scatter level or better).
  *
  * Not kept (2026-12-06): trying the other way at once where the running
  * mean of the way in use grew 10% past the other way's last time.  It
@@ -118,7 +116,7 @@ void gcoll_shm_adapt_record(gcoll_shm_adapt_t *a, int way, float ns)
     }
     if (++a->tried < 2) return;   /* the untimed first call of the try */
     a->trysum += ns;
-    uint32_t len = adapt_try_len(a->cls);
+    uint32_t len = gcoll_shm_adapt_try_calls(a->cls);
     if (a->tried < len) return;
     *c = a->trysum / (float)(len - 1);
     a->tried = 0;

@@ -43,6 +43,10 @@ typedef struct {
 /* The size class of a call of this many bytes. */
 int gcoll_shm_adapt_class(size_t bytes);
 
+/* The calls a try of class cls lasts, its untimed first included (2 from
+ * 64 KiB, up to 9 below). */
+uint32_t gcoll_shm_adapt_try_calls(int cls);
+
 /* Count a call of size class cls (the first starts the schedule). */
 void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a, int cls);
 

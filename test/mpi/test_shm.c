@@ -861,7 +861,7 @@ static void run_write_ways(void)
 
 /* GCOLL_SHM_STREAM=auto on a fresh segment: a size class's calls 1-15 go
  * the first way (through the cache), and the try of the other way at the
- * 16th is two calls, the first untimed (it pays for the change of way: a
+ * 16th is gcoll_shm_adapt_try_calls calls (5 at 16 KiB), the first untimed (it pays for the change of way: a
  * try timed cold lost every time at 8 KiB and left the class on the slower
  * way, 1.5-1.9 against 0.7-0.9 us); the results match MPI's throughout. */
 static void write_way_tries(void)
@@ -870,8 +870,9 @@ static void write_way_tries(void)
     int saved;
     if (size < 2 || !auto_segment_in(&main_shm, &saved)) return;
     size_t n = (16u << 10) / 4 + 3;   /* a one-step allreduce that chooses its way */
+    int end = 15 + (int)gcoll_shm_adapt_try_calls(gcoll_shm_adapt_class(n * 4));   /* the try's last */
     float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
-    for (int call = 1; call <= 20; call++) {
+    for (int call = 1; call <= end + 3; call++) {
         for (size_t i = 0; i < n; i++) src[i] = (float)((i * 7 + (size_t)rank + (size_t)call) % 13);
         MPI_Allreduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         gcoll_shm_op_t o;
@@ -879,10 +880,10 @@ static void write_way_tries(void)
                                    GCOLL_SUM, 0, 0);
         if (st) FAIL("auto write way, call %d: %s", call, gcoll_last_error());
         if (memcmp(dst, ref, n * 4)) FAIL("auto write way, call %d: result differs from MPI's", call);
-        int want = call == 16 || call == 17;
-        if (call <= 17 && o.stream != want)
+        int want = call >= 16 && call <= end;
+        if (call <= end && o.stream != want)
             FAIL("auto write way, call %d: streamed=%d, want %d (calls 1-15 through the cache, "
-                 "16-17 the try)", call, o.stream, want);
+                 "16-%d the try)", call, o.stream, want, end);
     }
     free(ref);
     free(dst);
@@ -894,10 +895,11 @@ static void write_way_tries(void)
  * write way and its non-roots take the root's way from the segment (a
  * hint).  On a fresh segment with GCOLL_SHM_STREAM=auto, reduces to rank
  * 0 through the ring (16 KiB) and the pipeline (128 KiB): calls 1-15
- * through the cache on every rank, the root's try at calls 16-17
- * streamed, and a non-root, which takes the root's way of this call or the
- * last (a barrier before each call: ring writers may run calls ahead),
- * streams at call 17; the results match MPI's. */
+ * through the cache on every rank, the root's try streamed (calls 16-20 at
+ * 16 KiB, 16-17 at 128 KiB: gcoll_shm_adapt_try_calls), and a non-root,
+ * which takes the root's way of this call or the last (a barrier before
+ * each call: ring writers may run calls ahead), streams from call 17 to the
+ * try's last; the results match MPI's. */
 static void reduce_write_way(void)
 {
     gcoll_shm_t *main_shm;
@@ -906,8 +908,9 @@ static void reduce_write_way(void)
     static const size_t kib[] = { 16, 128 };   /* the ring; the pipeline, no single copy */
     for (int f = 0; f < 2; f++) {
         size_t n = (kib[f] << 10) / 4 + 3;
+        int end = 15 + (int)gcoll_shm_adapt_try_calls(gcoll_shm_adapt_class(n * 4));
         float *src = xmalloc(n * 4), *dst = xmalloc(n * 4), *ref = xmalloc(n * 4);
-        for (int call = 1; call <= 20; call++) {
+        for (int call = 1; call <= end + 3; call++) {
             for (size_t i = 0; i < n; i++) src[i] = (float)((i * 5 + (size_t)rank + (size_t)call) % 11);
             MPI_Reduce(src, ref, (int)n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Barrier(MPI_COMM_WORLD);
@@ -920,11 +923,12 @@ static void reduce_write_way(void)
                      f == 0 ? "ring" : "pipeline");
             if (rank == 0 && memcmp(dst, ref, n * 4))
                 FAIL("auto reduce write way, %zu KiB, call %d: result differs from MPI's", kib[f], call);
-            int want = rank == 0 ? call == 16 || call == 17 : call == 17;
-            if ((call <= 15 || call == 17 || (rank == 0 && call == 16)) && o.stream != want)
+            int want = call >= (rank == 0 ? 16 : 17) && call <= end;
+            if ((call <= 15 || (call >= 17 && call <= end) || (rank == 0 && call == 16)) &&
+                o.stream != want)
                 FAIL("auto reduce write way, %zu KiB, %s, call %d: streamed=%d, want %d (calls "
-                     "1-15 through the cache, the root's try at 16-17, its non-roots' by 17)",
-                     kib[f], rank == 0 ? "root" : "non-root", call, o.stream, want);
+                     "1-15 through the cache, the root's try at 16-%d, its non-roots' 17-%d)",
+                     kib[f], rank == 0 ? "root" : "non-root", call, o.stream, want, end, end);
         }
         free(ref);
         free(dst);
@@ -938,9 +942,9 @@ static void reduce_write_way(void)
  * copies out (each marked with its way) and publishes in its control
  * block (shm_ring.c).  On a fresh segment with GCOLL_SHM_STREAM=auto, 20
  * bcasts of 16 KiB from each root in turn, a barrier before each: the root
- * streams exactly at its try (calls 16-17; after it, either way); the measuring reader sees
- * each payload's way (o.stream) and, by call 17, has published the cost of
- * both ways; the other readers time nothing (o.cls 0); the results match
+ * streams exactly at its try (calls 16-20: gcoll_shm_adapt_try_calls;
+ * after it, either way); the measuring reader sees each payload's way
+ * (o.stream) and, by the try's end, has published the cost of both ways; the other readers time nothing (o.cls 0); the results match
  * MPI's. */
 static void ring_bcast_way(void)
 {
@@ -950,9 +954,10 @@ static void ring_bcast_way(void)
     size_t n = (16u << 10) + 3;
     int cls = gcoll_shm_adapt_class(n) - GCOLL_SHM_RING_WAY_CLS0;
     unsigned char *buf = xmalloc(n), *ref = xmalloc(n);
+    int end = 15 + (int)gcoll_shm_adapt_try_calls(gcoll_shm_adapt_class(n));   /* the try's last */
     for (int root = 0; root < size && root < 3; root++) {
         int reader = (root + 1) % size;
-        for (int call = 1; call <= 20; call++) {
+        for (int call = 1; call <= end + 3; call++) {
             for (size_t i = 0; i < n; i++) buf[i] = ref[i] = byte_of(i, (unsigned)(call * 31 + root));
             if (rank != root) memset(buf, 0, n);
             MPI_Bcast(ref, (int)n, MPI_BYTE, root, MPI_COMM_WORLD);
@@ -964,11 +969,11 @@ static void ring_bcast_way(void)
             if (o.seq == 0) FAIL("ring bcast way, root %d: not the ring", root);
             if (memcmp(buf, ref, n)) FAIL("ring bcast way, root %d, call %d: result differs from MPI's",
                                           root, call);
-            int want = call == 16 || call == 17;
-            if ((rank == root || rank == reader) && call <= 17 && o.stream != want)
+            int want = call >= 16 && call <= end;
+            if ((rank == root || rank == reader) && call <= end && o.stream != want)
                 FAIL("ring bcast way, root %d, call %d, %s: streamed=%d, want %d (calls 1-15 through "
-                     "the cache, the try at 16-17)", root, call, rank == root ? "root" : "reader",
-                     o.stream, want);
+                     "the cache, the try at 16-%d)", root, call, rank == root ? "root" : "reader",
+                     o.stream, want, end);
             if (rank != root && rank != reader && o.cls)
                 FAIL("ring bcast way, root %d: rank %d timed its copy; only rank %d measures", root,
                      rank, reader);
@@ -988,7 +993,7 @@ static void ring_bcast_way(void)
  * reader's published cost of the streamed way made huge (1000 ns per
  * byte; rank 1 writes it after each of its calls, over what it measured,
  * and a barrier orders that before the root's next call), 32 KiB bcasts
- * from rank 0 must stay through the cache after the try at calls 16-17.
+ * from rank 0 must stay through the cache after the try (calls 16-18).
  * The root's own copy alone is cheaper streamed at 32 KiB in both of the
  * Zen 4 guest's states (0.043 against 0.077 ns per byte slow, 0.04
  * against 0.39 busy), so a root that left the reader's cost out would
@@ -1004,8 +1009,9 @@ static void ring_bcast_way_sum(void)
     uint32_t bits[2];
     memcpy(&bits[0], &cheap, sizeof(cheap));
     memcpy(&bits[1], &dear, sizeof(dear));
+    int end = 15 + (int)gcoll_shm_adapt_try_calls(gcoll_shm_adapt_class(n));   /* the try's last */
     unsigned char *buf = xmalloc(n);
-    for (int call = 1; call <= 24; call++) {
+    for (int call = 1; call <= end + 7; call++) {
         memset(buf, rank == 0 ? call : 0, n);
         MPI_Barrier(MPI_COMM_WORLD);
         gcoll_shm_op_t o;
@@ -1015,7 +1021,7 @@ static void ring_bcast_way_sum(void)
             FAIL("ring bcast way sum, call %d: wrong bytes", call);
         if (rank == 1)
             for (int w = 0; w < 2; w++) atomic_store(&shm->ctrl[1].ring_cost[cls][w], bits[w]);
-        if (rank == 0 && call >= 18 && o.stream)
+        if (rank == 0 && call > end && o.stream)
             FAIL("ring bcast way sum: the root streamed at call %d, though its reader's cost of "
                  "that way is 1000 ns per byte", call);
     }
