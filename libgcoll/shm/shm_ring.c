@@ -293,6 +293,27 @@ static int ring_may_move(gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w)
     return 1;
 }
 
+/* A writer's next inline op goes in the next line, which its reader read
+ * L ops ago and may still hold: its store would first fetch the line for
+ * writing (a round trip to the reader's core) with the call waiting at its
+ * next fence (the engine lock's release).  Taken for writing right after
+ * this op's flag, the fetch overlaps the caller's work until the next call.
+ * Intel Xeon guest, 2 ranks, peer harness, 3 alternated launches: 8 B
+ * bcast 0.112 -> 0.088 us (Open MPI 5: 0.076), 32 B 0.111 -> 0.084; 8 B
+ * reduce 0.119 -> 0.105 (0.089), 32 B 0.118 -> 0.104 (0.111).  Not for
+ * larger payloads: the head of the next slot of the class, taken the same
+ * way, made 2-8 KiB bcasts 12-20% faster but 128-512 B reduces and 512 B
+ * bcasts 8-15% slower.  A prefetch: where the reader still reads that line
+ * (a full ring), it reads it again; nothing else changes. */
+static void ring_prefetch_write(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     gcoll_shm_ring_wait_t need = ring_need(shm, o);
@@ -311,6 +332,7 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
         gcoll_shm_line_t *line = &mine->line[ring_line(o->seq)];
         if (o->bytes > GCOLL_SHM_INLINE) line->data[0] = o->stream;   /* its way, for the reader */
         gcoll_shm_publish(shm, line, o->seq);
+        if (o->bytes <= GCOLL_SHM_INLINE) ring_prefetch_write(&mine->line[ring_line(o->seq + 1)]);
     } else if (o->coll == GCOLL_COLL_BCAST) {
         ring_bcast_out(shm, o);
     } else {
