@@ -31,8 +31,10 @@
 #include <string.h>
 
 #define GCOLL_COPY_VEC_MIN 2048   /* below: memcpy does not use rep movsb */
-#define GCOLL_COPY_VEC_SMALL_MIN 1024   /* the vector loop for every copy in */
-#define GCOLL_COPY_VEC_SMALL_MAX 4096   /* [this, this) */
+/* every copy of [GCOLL_COPY_VEC_SMALL_MIN, GCOLL_COPY_VEC_SMALL_MAX) bytes,
+ * aligned or not, takes the vector loop */
+#define GCOLL_COPY_VEC_SMALL_MIN 1024
+#define GCOLL_COPY_VEC_SMALL_MAX 4096
 
 void gcoll_copy_vec(void *dst, const void *src, size_t bytes);
 

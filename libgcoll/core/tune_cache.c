@@ -71,19 +71,22 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
 #define BCAST_MAX  (4u << 20)    /* ... and its largest */
 
 /* The sizes coll measures on P ranks, into sizes[NSIZES + 1]: calib_sizes,
- * for bcast from BCAST_MIN, for allgather those whose result fits
- * MAX_BYTES and then the block that fills it.  The largest size's winner takes every size above, and a block
- * 4x below the buffers' limit was a poor guide: on the Zen 4 guest's busy
+ * for bcast from BCAST_MIN to BCAST_MAX, for allgather those whose result
+ * fits MAX_BYTES and then the block that fills it.  The largest size's
+ * winner takes every size above, and a block 4x below the buffers' limit
+ * was a poor guide: on the Zen 4 guest's busy
  * state (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
  * 667 us), rdouble won that size by the noise and took 8-32 MiB blocks,
  * where shm is 1.75x faster (8 MiB: 1369 against 2404 us). */
 static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
 {
     int n = 0;
-    for (int i = 0; i < NSIZES; i++)
-        if ((coll != GCOLL_COLL_ALLGATHER || calib_sizes[i] * (size_t)P <= MAX_BYTES) &&
-            (coll != GCOLL_COLL_BCAST || (calib_sizes[i] >= BCAST_MIN && calib_sizes[i] <= BCAST_MAX)))
-            sizes[n++] = calib_sizes[i];
+    for (int i = 0; i < NSIZES; i++) {
+        size_t b = calib_sizes[i];
+        if (coll == GCOLL_COLL_ALLGATHER && b * (size_t)P > MAX_BYTES) continue;
+        if (coll == GCOLL_COLL_BCAST && (b < BCAST_MIN || b > BCAST_MAX)) continue;
+        sizes[n++] = b;
+    }
     size_t top = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
     if (coll == GCOLL_COLL_ALLGATHER && n && top > sizes[n - 1]) sizes[n++] = top;
     return n;

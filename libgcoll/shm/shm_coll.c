@@ -742,10 +742,15 @@ static void shm_ag_own(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
     if (o->src != own && own_len) gcoll_copy(own, o->src, own_len);
 }
 
+/* Whether this allgather copies its own block after its first signal. */
+static int shm_ag_own_late(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    return o->bytes / (size_t)shm->size >= SHM_AG_OWN_LATE;
+}
+
 static void shm_after_first_signal(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    if (o->coll == GCOLL_COLL_ALLGATHER && o->bytes / (size_t)shm->size >= SHM_AG_OWN_LATE)
-        shm_ag_own(shm, o);
+    if (o->coll == GCOLL_COLL_ALLGATHER && shm_ag_own_late(shm, o)) shm_ag_own(shm, o);
 }
 
 gcoll_status_t gcoll_shm_op_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
@@ -902,7 +907,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
     o->bytes = o->count * o->dts;
     o->nt    = o->bytes >= GCOLL_SHM_NT_MIN;   /* the result bypasses the caches */
-    if (o->bytes / (size_t)size < SHM_AG_OWN_LATE) shm_ag_own(shm, o);
+    if (!shm_ag_own_late(shm, o)) shm_ag_own(shm, o);
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
     o->tiny  = maxlen <= GCOLL_SHM_INLINE;
