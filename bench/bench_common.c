@@ -20,6 +20,7 @@
 #include <string.h>
 #include "bench_int.h"
 #include "bench_mem.h"
+#include "base/shuffle.h"
 
 typedef struct {
     const gcoll_bench_coll_t *coll;
@@ -163,20 +164,23 @@ static long measure(const bench_t *b, long iters, double lat[GCOLL_BENCH_NIMPL])
     return block * nb;
 }
 
-/* --algos: every variant's blocks in turn, the first variant of a round
- * rotating; us[v] is the median of variant v's blocks, averaged over ranks
- * (on rank 0). */
+/* --algos: every variant's blocks in turn, in a new order each round
+ * (base/shuffle.h says why); us[v] is the median of variant v's blocks, averaged over
+ * ranks (on rank 0). */
 static void measure_variants(bench_t *b, long iters, double us[GCOLL_BENCH_MAXVAR])
 {
     int nv = b->o.nalgos, nb = b->o.blocks < 64 ? b->o.blocks : 64;
     long block = iters / nb > 0 ? iters / nb : 1;
     double t[GCOLL_BENCH_MAXVAR * 64], lat[GCOLL_BENCH_MAXVAR] = { 0 };
-    for (int k = 0; k < nb; k++)
+    int order[GCOLL_BENCH_MAXVAR];
+    for (int k = 0; k < nb; k++) {
+        gcoll_shuffle_order(order, nv, (unsigned)k);
         for (int j = 0; j < nv; j++) {
-            int v = (j + k) % nv;
+            int v = order[j];
             b->a.gcomm = b->var[v];
             t[v * nb + k] = time_block(b, GCOLL_BENCH_GCOLL, block);
         }
+    }
     for (int v = 0; v < nv; v++) lat[v] = gcoll_bench_median(t + v * nb, nb);
     MPI_Reduce(lat, us, nv, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     for (int v = 0; v < nv; v++) us[v] /= b->a.size;

@@ -39,8 +39,9 @@
  * entries then no longer match and are measured again. */
 /* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again;
  * 4: allgather measured too; 5: the node's algorithms timed in their faster write way,
- * allgather up to the block that fills MAX_BYTES; 6: bcast measured too, from BCAST_MIN */
-#define CALIB_FORMAT 6
+ * allgather up to the block that fills MAX_BYTES; 6: bcast measured too, from BCAST_MIN;
+ * 7: page-aligned buffers, the candidates in a new order each round (base/shuffle.h) */
+#define CALIB_FORMAT 7
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/calibrate.h"
+#include "base/shuffle.h"
 #include "core/memtype.h"
 #include "core/select.h"
 #include "base/status.h"
@@ -577,6 +578,39 @@ static void test_sizes(void)
     CHECK(!strcmp(buf, "3G"), "3G prints as %s", buf);
 }
 
+/* The interleaved timings' round order (base/shuffle.h): every round a
+ * permutation, the same for the same round (every rank draws alike), and
+ * over the calibration's rounds each candidate follows more than one other
+ * one: a fixed cycle (the old order) gives each one predecessor, and this
+ * test fails on it. */
+static void test_shuffle(void)
+{
+    enum { N = 10, ROUNDS = 5 };
+    int order[N], again[N], preds[N][N + 1];
+    memset(preds, 0, sizeof(preds));
+    for (int n = 1; n <= N; n++)
+        for (unsigned k = 0; k < 64; k++) {
+            int seen[N] = { 0 }, perm = 1;
+            gcoll_shuffle_order(order, n, k);
+            for (int j = 0; j < n; j++) perm &= order[j] >= 0 && order[j] < n && !seen[order[j]]++;
+            CHECK(perm, "round %u of %d items is not a permutation", k, n);
+            gcoll_shuffle_order(again, n, k);
+            CHECK(!memcmp(order, again, sizeof(int) * (size_t)n), "round %u of %d items drawn "
+                  "twice differs", k, n);
+        }
+    for (unsigned k = 0; k < ROUNDS; k++) {
+        gcoll_shuffle_order(order, N, k);
+        for (int j = 0; j < N; j++) preds[order[j]][j ? order[j - 1] : N] = 1;
+    }
+    int fixed = 0;
+    for (int a = 0; a < N; a++) {
+        int distinct = 0;
+        for (int b = 0; b <= N; b++) distinct += preds[a][b];
+        fixed += distinct < 2;
+    }
+    CHECK(fixed == 0, "%d of %d items had the same predecessor in all %d rounds", fixed, N, ROUNDS);
+}
+
 int main(void)
 {
     test_builtin_round_trip();
@@ -588,6 +622,7 @@ int main(void)
     test_calib_again();
     test_oneline();
     test_sizes();
+    test_shuffle();
     printf("test_tune: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }
