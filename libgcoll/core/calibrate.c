@@ -317,14 +317,22 @@ static void use_candidate(gcoll_calib_t *c, const gcoll_calib_sweep_t *w, int si
  * barrier, and in the slow state shm was timed streamed (1.75 us at 8 KiB,
  * 2.6x its cached time), lost to hier, and the entry gave 8-32 KiB to hier.
  * So each way is timed in WAY_ROUNDS short blocks of about WAY_BYTES of
- * payload (1-16 calls), in the order cache, stream, stream, cache, ...
- * (neither way always first after the other), and keeps its fastest block.
+ * payload (1-64 calls), in the order cache, stream, stream, cache, cache,
+ * stream (neither way always first after the other), and keeps its
+ * fastest block.  Three rounds and 1 MiB, not two and 256 KiB as first
+ * built: a size's first blocks run slow, and the bcast's segment took
+ * three or four (Intel Xeon guest, 2 ranks, 64 KiB: 43, 35, 31, 14, then
+ * 4.7 us per call), so a way's two blocks were both still warming up in
+ * half the calibrations, shm's bcast was timed streamed at 16-64 KiB
+ * (6.7-7.1 us at 64 KiB against 4.2-4.7 through the cache) and lost those
+ * sizes to binomial and scatter_allgather; blocks of 16 calls at 16 KiB
+ * (25 us) were also within the barrier's skew.
  * Candidates that do not use the segment pay those calls too (none where
  * the communicator has no segment).  The cache key holds GCOLL_SHM_STREAM:
  * an entry timed in one way only does not serve auto. */
-#define WAY_ROUNDS 2
-#define WAY_BYTES (256u << 10)
-#define WAY_MAX_CALLS 16
+#define WAY_ROUNDS 3
+#define WAY_BYTES (1u << 20)
+#define WAY_MAX_CALLS 64
 static gcoll_status_t pick_way(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int si, int a)
 {
     static const gcoll_shm_stream_t ways[2] = { GCOLL_SHM_STREAM_OFF, GCOLL_SHM_STREAM_ON };
@@ -711,7 +719,7 @@ void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo,
                             int ppn)
 {
     write_mpi_rows(f, w, nodes_lo, nodes_hi, ppn);
-    size_t lo = 0;
+    size_t lo = w->rows_from;
     for (int s = 0; s < w->nsizes; s++) {
         if (w->best[s] < 0) continue;
         int next = s + 1;

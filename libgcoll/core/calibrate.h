@@ -64,6 +64,8 @@ extern const gcoll_calib_timing_t gcoll_calib_timing_quick;
 typedef struct {
     gcoll_coll_t        coll;
     int                 nsizes, nalgos;
+    size_t              rows_from;   /* the rows start here (0: the first covers 0 up);
+                                      * smaller sizes keep the next table's rows */
     size_t              sizes[GCOLL_CALIB_MAX_SIZES];          /* ascending */
     const gcoll_algo_t *algos[GCOLL_CALIB_MAX_ALGOS];
     double              t[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* s per call; < 0:

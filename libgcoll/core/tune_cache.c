@@ -40,7 +40,8 @@
 /* 2: the application's MPI_Allreduce timed too, mpi rows; 3: disturbed sizes timed again;
  * 4: allgather measured too; 5: the node's algorithms timed in their faster write way,
  * allgather up to the block that fills MAX_BYTES; 6: bcast measured too, from BCAST_MIN;
- * 7: page-aligned buffers, the candidates in a new order each round (base/shuffle.h) */
+ * 7: page-aligned buffers, the candidates in a new order each round (base/shuffle.h),
+ * bcast rows from BCAST_MIN, write ways timed in three rounds of 1 MiB */
 #define CALIB_FORMAT 7
 
 /* What is measured: allreduce (the collective that matters most to the
@@ -59,7 +60,10 @@
  * against the segment's 16-17 and 33, and lost below 128 KiB and from
  * 2 MiB; on the Zen 4 guests the segment won at every size.  Below
  * BCAST_MIN the segment's ring (0.1-1.1 us) beat the transports by 1.5-2x
- * on both, and timing those sizes cost a second more.  The other
+ * on both, and timing those sizes cost a second more: the entry's bcast
+ * rows start at BCAST_MIN and the built-in ones serve the sizes below
+ * (the 16 KiB winner, scatter_allgather, once took 8 KiB to 0.92 us
+ * against shm's 0.66).  The other
  * collectives keep the built-in rows. */
 static const gcoll_coll_t calib_colls[] = { GCOLL_COLL_ALLREDUCE, GCOLL_COLL_ALLGATHER,
                                              GCOLL_COLL_BCAST };
@@ -68,7 +72,7 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
 #define NCOLLS     (sizeof(calib_colls) / sizeof(calib_colls[0]))
 #define NSIZES     ((int)(sizeof(calib_sizes) / sizeof(calib_sizes[0])))
 #define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size, allgather's result */
-#define BCAST_MIN  (16u << 10)   /* bcast's smallest size measured; its winner takes those below */
+#define BCAST_MIN  (16u << 10)   /* bcast's smallest size measured, where its rows start */
 #define BCAST_MAX  (4u << 20)    /* ... and its largest */
 
 /* The sizes coll measures on P ranks, into sizes[NSIZES + 1]: calib_sizes,
@@ -434,6 +438,8 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
         if (unplaced(s)) gcoll_calib_drop(w[i], UNPLACED_SKIP);
         /* on one node hier's bcast is the segment's, one level deep */
         if (calib_colls[i] == GCOLL_COLL_BCAST && s->nodes == 1) gcoll_calib_drop(w[i], "hier");
+        /* bcast's smallest size does not speak for those below (BCAST_MIN) */
+        if (calib_colls[i] == GCOLL_COLL_BCAST) w[i]->rows_from = BCAST_MIN;
         for (int j = 0; j < w[i]->nsizes && st == GCOLL_SUCCESS; j++)
             st = gcoll_calib_measure(&k, w[i], j);
         if (st == GCOLL_SUCCESS) st = gcoll_calib_refine(&k, w[i], MAX_REFINE);
