@@ -246,23 +246,38 @@ static double warm_up(const ctx_t *c, const opts_t *o, coll_t coll, size_t count
     return per;
 }
 
-/* Median of the blocks' average time per call, in seconds. */
+static long clamp_long(double v, long lo, long hi)
+{
+    return v < (double)lo ? lo : v > (double)hi ? hi : (long)(v + 0.5);
+}
+
+/* Median of the blocks' average time per call, in seconds.  A block that
+ * ran in less than half of -t was sized from a warm-up that caught the
+ * library slow (a size's first calls can be 30x slower for tens of ms on
+ * a guest whose host reclaims idle memory): it is not kept, and the next
+ * block is sized from it, so every kept block lasts about -t.  The same
+ * decision on every rank (the slowest rank's time). */
 static double time_blocks(const ctx_t *c, const opts_t *o, coll_t coll, size_t count,
                           long iters, double *lo, double *hi)
 {
     double blk[64], med;
-    int nb = o->blocks;
-    for (int k = 0; k < nb; k++) {
+    int nb = o->blocks, k = 0;
+    for (int tries = 0; k < nb && tries < 4 * nb; tries++) {
         double t0, t;
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = now();
         for (long i = 0; i < iters; i++) run(c, coll, count);
         t = now() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        blk[k] = t / (double)iters;
+        if (t < o->block_s / 2 && tries < 4 * nb - 1) {
+            iters = clamp_long(o->block_s / (t > 0 ? t / (double)iters : 1e-9), iters + 1,
+                               1L << 30);
+            continue;
+        }
+        blk[k++] = t / (double)iters;
     }
-    med = median(blk, nb);   /* sorts */
-    *lo = blk[0], *hi = blk[nb - 1];
+    med = median(blk, k);   /* sorts */
+    *lo = blk[0], *hi = blk[k - 1];
     return med;
 }
 
@@ -286,11 +301,6 @@ static void time_calls(const ctx_t *c, coll_t coll, size_t count, long calls, do
     *mean = s / (double)calls;
 }
 
-static long clamp_long(double v, long lo, long hi)
-{
-    return v < (double)lo ? lo : v > (double)hi ? hi : (long)(v + 0.5);
-}
-
 /* Validate, warm up, time; rank 0 prints the row.  Returns 1 if valid. */
 static int measure(const ctx_t *c, const opts_t *o, coll_t coll, size_t bytes)
 {
@@ -298,9 +308,10 @@ static int measure(const ctx_t *c, const opts_t *o, coll_t coll, size_t bytes)
     int ok = validate(c, coll, count);
     double per = warm_up(c, o, coll, count);
     long iters = clamp_long(o->block_s / per, 1, 1L << 30);
-    long calls = clamp_long(o->percall_s / per, o->percall_min, MAX_CALLS);
     double lo, hi, p50 = 0, p99 = 0, mean = 0;
     double blk = time_blocks(c, o, coll, count, iters, &lo, &hi);
+    /* sized from the blocks (the warm-up may have caught a slow start) */
+    long calls = clamp_long(o->percall_s / blk, o->percall_min, MAX_CALLS);
     time_calls(c, coll, count, calls, &p50, &p99, &mean);
     if (c->rank == 0) {
         printf("peer impl=%s coll=%s ranks=%d bytes=%zu count=%zu iters=%ld block_us=%.4f "
