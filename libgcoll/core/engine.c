@@ -43,7 +43,18 @@
 #define ENGINE_SPIN_POLLS  64
 #define ENGINE_PARK_POLLS  256
 #define ENGINE_PARK_NS     (2L * 1000 * 1000)
-#define ENGINE_SPUN_YIELDS 5   /* a lone waiter that spun: yields before it sleeps */
+/* A lone waiter that spun yields this often before it sleeps.  5 (as the
+ * blocking path once did) was too few where ranks outnumber CPUs: a rank
+ * parked on the futex after ~5 us and paid a wake-up of tens of us, where
+ * one more turn of the scheduler would have run the peer it waited for.
+ * Intel Xeon guest, 2 cores, peer harness, 3 alternated launches: 3 ranks,
+ * allreduce 128 B 2.90 -> 2.28 us, 32 KiB 20.9 -> 12.8, 2 MiB 828 -> 720
+ * (Open MPI 4.1: 2.42, 35.8, 1450); 4 ranks level but for the launches
+ * where 5 yields left the 512 B allreduce at 12-15 us instead of 2.7; 2
+ * ranks unchanged.  100 was within the noise of 1000.  A yield with no
+ * other thread to run returns in under a microsecond, so a waiter whose
+ * peer computes for long burns about a millisecond before it sleeps. */
+#define ENGINE_SPUN_YIELDS 1000
 /* The idle thread keeps polling the transports this long after the last
  * request completed, backing off from 50 us to 20 ms between polls. */
 #define ENGINE_LINGER_S    2.0
