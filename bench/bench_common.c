@@ -165,8 +165,8 @@ static long measure(const bench_t *b, long iters, double lat[GCOLL_BENCH_NIMPL])
 }
 
 /* --algos: every variant's blocks in turn, in a new order each round
- * (base/shuffle.h says why); us[v] is the median of variant v's blocks, averaged over
- * ranks (on rank 0). */
+ * (base/shuffle.h says why); us[v] is the median of variant v's blocks,
+ * averaged over ranks (on rank 0). */
 static void measure_variants(bench_t *b, long iters, double us[GCOLL_BENCH_MAXVAR])
 {
     int nv = b->o.nalgos, nb = b->o.blocks < 64 ? b->o.blocks : 64;

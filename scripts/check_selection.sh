@@ -19,8 +19,8 @@
 # 16 MiB), each timing the default (`auto`) and every allreduce algorithm
 # forced, side by side in one launch (the benchmark's --algos: one
 # communicator per variant, their blocks alternating in a new order each
-# round, so no variant always follows the same one: base/shuffle.h).  One launch, not one
-# per variant: this kind of machine runs whole launches in bands of speed
+# round, so no variant always follows the same one: base/shuffle.h).  One
+# launch, not one per variant: this kind of machine runs whole launches in bands of speed
 # 1.3-1.5x apart that move every variant alike (issue 12's notes), so
 # variants timed in separate launches differ by which band each launch
 # fell in.  "Best forced": the forced algorithm with the lowest median over

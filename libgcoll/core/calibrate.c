@@ -56,10 +56,11 @@ gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
     size_t elems = cap / sizeof(float) + 1;
     c->cap  = elems * sizeof(float);
     /* Page aligned, as the benchmarks' buffers and a framework's large
-     * tensors are.  malloc puts a large block 16 bytes into its first page,
-     * and algorithms suffer from that unequally: on an Intel Xeon guest
-     * (2 ranks, 16 MiB) rabenseifner was timed 10% behind shm here and ran
-     * 20% ahead of it on page-aligned buffers. */
+     * tensors are, not 16 bytes into a page as malloc puts a large block:
+     * the candidates are timed on the buffers the calls they choose for
+     * will most often have.  (Suspected, and not, the cause of the 16 MiB
+     * picks that the launches contradicted: that was the candidates'
+     * fixed order, base/shuffle.h.) */
     if (gcoll_posix_memalign((void **)&c->send, 4096, c->cap) != 0) c->send = NULL;
     if (gcoll_posix_memalign((void **)&c->recv, 4096, c->cap) != 0) c->recv = NULL;
     if (!c->send || !c->recv) {
