@@ -183,6 +183,11 @@ typedef struct {
 } gcoll_shm_zc_stats_t;
 void gcoll_shm_zc_stats(const gcoll_shm_t *shm, gcoll_shm_zc_stats_t *stats);
 
+/* A count that grows whenever this rank takes part in an operation on the
+ * segment (its steps and ring ops): equal before and after a call that
+ * never touched it. */
+uint64_t gcoll_shm_ops(const gcoll_shm_t *shm);
+
 /* Rank of the caller in, and size of, the node communicator. */
 int gcoll_shm_rank(const gcoll_shm_t *shm);
 int gcoll_shm_size(const gcoll_shm_t *shm);

@@ -257,6 +257,7 @@ void gcoll_shm_destroy(gcoll_shm_t *shm)
     free(shm);
 }
 
+uint64_t gcoll_shm_ops(const gcoll_shm_t *shm) { return shm ? shm->step + shm->ring_seq : 0; }
 int gcoll_shm_rank(const gcoll_shm_t *shm) { return shm->rank; }
 int gcoll_shm_size(const gcoll_shm_t *shm) { return shm->size; }
 int gcoll_shm_spin_limit(const gcoll_shm_t *shm) { return shm->spin_limit; }
