@@ -24,8 +24,8 @@
 #define MPI_STAY  1.00
 /* ... and is timed again by gcoll_calib_confirm where it is this close. */
 #define MPI_CLOSE 1.25
-/* gcoll_calib_steady times at most this many more blocks (about 1.5 s of
- * 10 ms blocks): where the whole machine is slow for the run, timing again
+/* gcoll_calib_steady times at most this many more blocks (about 0.75 s of
+ * 5 ms blocks): where the whole machine is slow for the run, timing again
  * does not make it quiet (seen: 300 more blocks, 6.6 s in all). */
 #define STEADY_MAX_BLOCKS 150
 /* gcoll_calib_confirm times the winner and up to this many rivals, the
@@ -37,12 +37,16 @@ const gcoll_calib_timing_t gcoll_calib_timing_tune = {
     .block_s = 50e-3, .nblocks = 5, .max_iters = 2000, .warmup_calls = 2, .probe_calls = 4,
 };
 
-/* 10 ms blocks: 2-3 scheduler ticks; 3 per pass (gcoll_calib_confirm adds
- * a second pass for the winner and the runner-up); pruning keeps the clear
- * losers to one or two blocks, so eight algorithms x ten sizes fit in a
- * couple of seconds. */
+/* 5 ms blocks, 3 per pass (gcoll_calib_confirm adds a second pass for the
+ * finalists); pruning keeps the clear losers to one or two blocks.  10 ms
+ * blocks (2-3 scheduler ticks) were first chosen for ranks that share
+ * CPUs; halving them took the calibration from 5.3 to 3.3 s at 2 ranks and
+ * from 8-8.7 to 5.2-5.7 s at 4 ranks as 2 nodes on 2 cores (Intel Xeon
+ * guest), and the selection check did as well (2 ranks: every size in 3
+ * runs; 4 as 2 nodes: 4 misses in 15 sizes, against 5 with 10 ms blocks,
+ * all from launches that place the ranks differently). */
 const gcoll_calib_timing_t gcoll_calib_timing_quick = {
-    .block_s = 10e-3, .nblocks = 3, .max_iters = 2000, .warmup_calls = 0, .probe_calls = 1,
+    .block_s = 5e-3, .nblocks = 3, .max_iters = 2000, .warmup_calls = 0, .probe_calls = 1,
     .prune1 = 2.0, .prune2 = 1.25,
 };
 
@@ -565,7 +569,7 @@ gcoll_status_t gcoll_calib_refine(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int 
 
 /* The finalists of size s: its winner, the runner-up, up to
  * CONFIRM_RIVALS - 1 more within CONFIRM_WITHIN of the winner, and the MPI
- * where it may take the size.  Where ranks outnumber cores, one 10 ms block
+ * where it may take the size.  Where ranks outnumber cores, one 5-10 ms block
  * of a small call is a few scheduler slices, and an algorithm's blocks
  * differ 2-4x with where the slices fell (4 ranks as 2 nodes on 2 cores:
  * hier at 8 B timed 13 us against rdouble's 8.9, then 4.6 against 8.1 in 7

@@ -41,8 +41,10 @@
  * 4: allgather measured too; 5: the node's algorithms timed in their faster write way,
  * allgather up to the block that fills MAX_BYTES; 6: bcast measured too, from BCAST_MIN;
  * 7: page-aligned buffers, the candidates in a new order each round (base/shuffle.h),
- * bcast rows from BCAST_MIN, write ways timed in three rounds of 1 MiB */
-#define CALIB_FORMAT 7
+ * bcast rows from BCAST_MIN, write ways timed in three rounds of 1 MiB;
+ * 8: 5 ms blocks, no two-level candidates on one node, no write way for a
+ * candidate that does not touch the segment */
+#define CALIB_FORMAT 8
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
