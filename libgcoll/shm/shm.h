@@ -192,6 +192,11 @@ uint64_t gcoll_shm_ops(const gcoll_shm_t *shm);
 int gcoll_shm_rank(const gcoll_shm_t *shm);
 int gcoll_shm_size(const gcoll_shm_t *shm);
 
+/* Whether a rank this one waits for published last from the CPU this rank
+ * runs on (ranks outnumber CPUs only): it is not running now, and spinning
+ * for it only keeps it off that CPU.  A hint: the rank may have moved. */
+int gcoll_shm_peer_here(const gcoll_shm_t *shm);
+
 /* Flag polls a lone waiter may spin before it should give up its CPU:
  * long with a CPU per rank, a few dozen when ranks outnumber CPUs (a
  * spinner then burns the time slice that the rank it waits for needs). */

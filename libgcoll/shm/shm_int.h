@@ -121,7 +121,10 @@ typedef struct {
     _Atomic uint64_t flag;                     /* last step the owner signalled */
     unsigned char    data[GCOLL_SHM_INLINE];   /* inline payload of this parity */
     _Atomic uint32_t sleepers;                 /* waiters asleep on flag (futex) */
-    unsigned char    pad[GCOLL_SHM_LINE - 68];
+    _Atomic int32_t  cpu;                      /* 1 + the CPU the owner ran on when it
+                                                * last published here; 0: not known
+                                                * (only where ranks outnumber CPUs) */
+    unsigned char    pad[GCOLL_SHM_LINE - 72];
 } gcoll_shm_line_t;
 
 /* A large reduce's form (shm_coll.c, "The reduce's form"): 0 nothing
@@ -180,6 +183,8 @@ struct gcoll_shm {
     int               spin_limit;  /* pause iterations before sleeping */
     int               light_fence; /* signallers skip the full barrier; sleepers
                                     * pay for it (membarrier, "Waiting" above) */
+    int               shares_cpus; /* ranks outnumber CPUs: publishers say where
+                                    * they run (gcoll_shm_peer_here) */
     uint64_t          step;        /* last step this rank signalled */
     int               held;        /* ... and left without seeing all peers
                                     * signal it (shm_coll.c): the next op
@@ -236,11 +241,15 @@ static inline void gcoll_shm_pause(void)
 #endif
 }
 
+/* 1 + the CPU the caller runs on, 0 if not known. */
+int gcoll_shm_cpu(void);
+
 /* Store a flag of one's own, publishing the plain stores before it, and
  * wake whoever sleeps on it ("Waiting" above for the two fences). */
 static inline void gcoll_shm_publish(const gcoll_shm_t *shm, gcoll_shm_line_t *line,
                                      uint64_t value)
 {
+    if (shm->shares_cpus) atomic_store_explicit(&line->cpu, gcoll_shm_cpu(), memory_order_relaxed);
     if (shm->light_fence) {
         atomic_store_explicit(&line->flag, value, memory_order_release);
         atomic_signal_fence(memory_order_seq_cst);   /* the sleeper's membarrier does the rest */

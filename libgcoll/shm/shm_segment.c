@@ -207,6 +207,7 @@ gcoll_status_t gcoll_shm_create(MPI_Comm node_comm, MPI_Comm host_comm, const gc
     shm_layout(s);
     s->spin_limit = shm_spin_limit(host_comm);
     s->light_fence = shm_light_fence(s, node_comm);
+    s->shares_cpus = s->spin_limit != SPIN_DEDICATED;
 
     if (s->rank == 0 && ok) fd = shm_create_file(s, name);
     /* a failed exchange leaves its output undefined: it is not used (the
@@ -275,12 +276,33 @@ static int shm_late(const gcoll_shm_t *shm, const gcoll_shm_wait_t *w, int j)
 }
 
 /* The line of rank j that w watches, and the value it waits for. */
-static gcoll_shm_line_t *shm_wait_line(gcoll_shm_t *shm, const gcoll_shm_wait_t *w, int j,
+static gcoll_shm_line_t *shm_wait_line(const gcoll_shm_t *shm, const gcoll_shm_wait_t *w, int j,
                                        uint64_t *want)
 {
     if (w->ring.kind != GCOLL_SHM_RING_NONE) return gcoll_shm_ring_line(shm, &w->ring, j, want);
     *want = w->step;
     return &shm->ctrl[j].line[w->step & 1];
+}
+
+int gcoll_shm_cpu(void)
+{
+    int cpu = sched_getcpu();
+    return cpu >= 0 ? cpu + 1 : 0;
+}
+
+int gcoll_shm_peer_here(const gcoll_shm_t *shm)
+{
+    if (!shm->shares_cpus) return 0;
+    int here = gcoll_shm_cpu();
+    gcoll_shm_wait_t w = gcoll_shm_wait_point(shm);
+    for (int j = 0; here && j < shm->size; j++) {
+        uint64_t want;
+        if (shm_late(shm, &w, j) &&
+            atomic_load_explicit(&shm_wait_line(shm, &w, j, &want)->cpu,
+                                 memory_order_relaxed) == here)
+            return 1;
+    }
+    return 0;
 }
 
 gcoll_shm_wait_t gcoll_shm_wait_point(const gcoll_shm_t *shm)
