@@ -54,6 +54,24 @@ static uint32_t adapt_spacing_max(int cls)
     return cls < ADAPT_SMALL_CLS ? ADAPT_SPACING_BYTES >> cls : ADAPT_PROBE_MAX;
 }
 
+/* Below ADAPT_SMALL_CLS the way in use is timed on one call in
+ * ADAPT_SAMPLE: the two clock reads of a timed call (18 ns each on the
+ * Intel Xeon guest) and its learning took 4-5% of an 8 KiB allreduce (2
+ * ranks, peer harness, 4 alternated launches: 1.61-1.62 us with the ways
+ * chosen as the job runs, never switching or not, against 1.53-1.55 with
+ * GCOLL_SHM_STREAM=off).  Only once a try has lost since the class began
+ * or last switched: the try is judged against the way in use's running
+ * mean, and the class's first calls run slow (first touches), so a mean of
+ * calls 4, 8 and 12 alone made the first try win (16 KiB went streamed in
+ * every launch, 2.71-2.78 us against 2.44-2.61). */
+#define ADAPT_SAMPLE 4
+
+int gcoll_shm_adapt_timed(const gcoll_shm_adapt_t *a)
+{
+    return gcoll_shm_adapt_due(a, a->calls) || a->cls >= ADAPT_SMALL_CLS ||
+           a->every <= ADAPT_PROBE || a->calls % ADAPT_SAMPLE == 0;
+}
+
 int gcoll_shm_adapt_class(size_t bytes)
 {
     int c = 0;

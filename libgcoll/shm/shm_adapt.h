@@ -8,8 +8,8 @@
  * on the moment, so neither can be fixed at build or calibration time.
  *
  * The schedule (shm_adapt.c): the way in use is timed on the calls the
- * caller times (from the class's second; a ring bcast's root times one in
- * four) into a running mean; the other way is tried on the 16th call of
+ * caller times (from the class's second; below 64 KiB one in four once
+ * it has beaten a try, gcoll_shm_adapt_timed) into a running mean; the other way is tried on the 16th call of
  * the class (the 4th from 16 MiB), and then 32, 64, ... calls after, twice
  * as far apart each time it loses, down to one try in 256 calls (below
  * 64 KiB, one in as many calls as carry 16 MiB); it wins where the mean of
@@ -49,6 +49,11 @@ uint32_t gcoll_shm_adapt_try_calls(int cls);
 
 /* Count a call of size class cls (the first starts the schedule). */
 void gcoll_shm_adapt_count(gcoll_shm_adapt_t *a, int cls);
+
+/* Whether the counted call is timed (and learnt from): every call of a
+ * try; of the way in use, every call from 64 KiB, and below it every call
+ * until a try has lost since the class began or switched, then one in 4. */
+int gcoll_shm_adapt_timed(const gcoll_shm_adapt_t *a);
 
 /* Whether the class's call number `call` tries the way not in use. */
 int gcoll_shm_adapt_due(const gcoll_shm_adapt_t *a, uint32_t call);

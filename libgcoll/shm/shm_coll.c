@@ -497,7 +497,7 @@ void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
                                              memory_order_relaxed);
         return;
     }
-    o->cls = (uint8_t)cls;   /* nonzero: the op learns at its end */
+    o->cls = (uint8_t)cls;   /* which learner: shm_adapt_of */
     gcoll_shm_adapt_t *a = shm_adapt_of(shm, o);
     gcoll_shm_adapt_count(a, cls);
     o->stream = (uint8_t)gcoll_shm_adapt_way(a);
@@ -507,7 +507,8 @@ void gcoll_shm_way_pick(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         if (atomic_load_explicit(hint, memory_order_relaxed) != o->stream)
             atomic_store_explicit(hint, o->stream, memory_order_relaxed);
     }
-    o->t0 = gcoll_clock_now();
+    if (!gcoll_shm_adapt_timed(a)) o->cls = 0;   /* nonzero: the op learns at its end */
+    else o->t0 = gcoll_clock_now();
 }
 
 /* An op that went `way` took the time since t0: learn its ns per byte. */

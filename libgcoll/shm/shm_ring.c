@@ -160,7 +160,7 @@ static void ring_bcast_way(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         gcoll_shm_adapt_t *a = &shm->adapt_ring[cls];
         gcoll_shm_adapt_count(a, cls);
         o->stream = (uint8_t)gcoll_shm_adapt_way(a);
-        if (o->stream != a->stream || !(a->calls & 3)) o->cls = (uint8_t)cls;   /* timed */
+        if (gcoll_shm_adapt_timed(a)) o->cls = (uint8_t)cls;
     } else if (shm->rank == ring_reader(shm, o->root)) {
         o->cls = (uint8_t)cls;   /* measures the ways' costs */
     }

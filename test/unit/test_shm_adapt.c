@@ -4,7 +4,8 @@
  * first call is not timed, that a change of the machine is caught at the
  * next scheduled try, that two level ways are not tried more than the
  * schedule says, that classes from 16 MiB try first at their 4th call, and
- * that a small class's try is judged on the mean of its timed calls.  One
+ * that a small class's try is judged on the mean of its timed calls, and
+ * which calls are timed.  One
  * line per failure; exit 1 on any. */
 #include <stdio.h>
 #include "shm/shm_adapt.h"
@@ -29,7 +30,8 @@ typedef float (*cost_fn)(int way, uint32_t call);
  * 13: 8 KiB, nine-call tries; 24: 16 MiB). */
 static int cls = 16;
 
-/* Calls first..last as a caller makes them: count, take the way, time it.
+/* Calls first..last as a caller makes them: count, take the way, time it
+ * where gcoll_shm_adapt_timed says so.
  * The calls that did not go the way in use at their start (tries) are
  * written to tries[] (at most max); returns how many there were. */
 static int run(gcoll_shm_adapt_t *a, uint32_t first, uint32_t last, cost_fn cost,
@@ -41,7 +43,7 @@ static int run(gcoll_shm_adapt_t *a, uint32_t first, uint32_t last, cost_fn cost
         int way = gcoll_shm_adapt_way(a);
         if (way != a->stream && n < max) tries[n] = call;
         n += way != a->stream;
-        gcoll_shm_adapt_record(a, way, cost(way, call));
+        if (gcoll_shm_adapt_timed(a)) gcoll_shm_adapt_record(a, way, cost(way, call));
     }
     return n;
 }
@@ -232,6 +234,31 @@ static void test_long_try(void)
     cls = 16;
 }
 
+/* Below 64 KiB the way in use is timed on every call until a try has
+ * lost, then on one in 4; a try on every call; from 64 KiB every call. */
+static void test_sampling(void)
+{
+    static const int classes[] = { 13, 16 };
+    static const int want_after[] = { 7, 29 };   /* of the way in use among calls 25-55 */
+    for (int k = 0; k < 2; k++) {
+        gcoll_shm_adapt_t a = { 0 };
+        int before = 0, after = 0, try_timed = 0, try_calls = 0;
+        for (uint32_t call = 1; call <= 55; call++) {
+            gcoll_shm_adapt_count(&a, classes[k]);
+            int way = gcoll_shm_adapt_way(&a), t = gcoll_shm_adapt_timed(&a);
+            if (way != a.stream) try_calls++, try_timed += t;
+            else if (call < 16) before += t;
+            else if (call >= 25) after += t;
+            if (t) gcoll_shm_adapt_record(&a, way, way ? 2.0f : 1.0f);
+        }
+        CHECK(before == 15, "class %d: %d of the calls 1-15 timed, want all", classes[k], before);
+        CHECK(after == want_after[k], "class %d: %d of the calls 25-55 timed after a lost try, "
+              "want %d", classes[k], after, want_after[k]);
+        CHECK(try_calls > 0 && try_timed == try_calls, "class %d: %d of %d try calls timed",
+              classes[k], try_timed, try_calls);
+    }
+}
+
 int main(void)
 {
     test_schedule();
@@ -242,6 +269,7 @@ int main(void)
     test_large_classes();
     test_cold_first_call();
     test_long_try();
+    test_sampling();
     printf("test_shm_adapt: %d checks, %d failed\n", n_checks, n_fail);
     return n_fail != 0;
 }
