@@ -241,6 +241,20 @@ static inline void gcoll_shm_pause(void)
 #endif
 }
 
+/* Take the lines of [dst, dst + bytes) for writing before a copy through
+ * the cache writes them (shm_coll.c, gcoll_shm_copy, says where and why). */
+static inline void gcoll_shm_take_lines(void *dst, size_t bytes)
+{
+    const unsigned char *d = dst;
+    for (size_t o = 0; o < bytes; o += 64) {
+#if defined(__x86_64__)
+        __asm__ volatile("prefetchw %0" : : "m"(d[o]));
+#else
+        __builtin_prefetch(d + o, 1, 3);
+#endif
+    }
+}
+
 /* 1 + the CPU the caller runs on, 0 if not known. */
 int gcoll_shm_cpu(void);
 
