@@ -269,9 +269,9 @@ static gcoll_status_t calls_per_block(gcoll_calib_t *c, gcoll_coll_t coll, size_
     const gcoll_calib_timing_t *tm = &c->timing;
     double per = 0;
     long probe = tm->probe_calls > 0 ? tm->probe_calls : 1;
-    if (hint > 0 && tm->block_s / 4 / hint > (double)probe)   /* a quarter block at once */
-        probe = tm->block_s / 4 / hint >= (double)tm->max_iters ? tm->max_iters
-                                                               : (long)(tm->block_s / 4 / hint) + 1;
+    double quarter = hint > 0 ? tm->block_s / 4 / hint : 0;   /* calls in a quarter block */
+    if (quarter > (double)probe)
+        probe = quarter >= (double)tm->max_iters ? tm->max_iters : (long)quarter + 1;
     if (tm->warmup_calls) GCOLL_TRY(time_block(c, coll, n, tm->warmup_calls, &per));
     for (;;) {
         GCOLL_TRY(time_block(c, coll, n, probe, &per));

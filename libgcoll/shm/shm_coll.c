@@ -85,16 +85,6 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 
 /* ---- copies into the caller's buffers ----------------------------------- */
 
-/* gcoll_copy, or with stream (non-temporal) stores when nt is set: for results
- * far larger than the caches, plain stores first read each destination line
- * from memory (read for ownership) only to overwrite it, a third of the
- * memory traffic of a large allreduce; streaming stores skip that read.
- * They write whole 64-byte lines from the first line boundary of dst: a
- * malloc'd buffer starts 16 bytes into a page, and four 16-byte streaming
- * stores that straddle two lines leave two partial write-combining buffers
- * each, which the CPU writes out piecemeal (the allreduce of a 1 MiB
- * malloc'd buffer took 1.5-1.7x as long as that of a page-aligned one).
- * Used by the zero-copy path too (shm_zcopy.c). */
 /* A copy through the cache into the segment first takes each line from
  * the peer that read it last, and memcpy's stores wait in the store buffer
  * for those transfers nearly one by one; prefetchw of every line first
@@ -109,6 +99,16 @@ static size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 #define SHM_TAKE_MIN 1024
 #define SHM_TAKE_MAX (32u << 10)
 
+/* gcoll_copy, or with stream (non-temporal) stores when nt is set: for results
+ * far larger than the caches, plain stores first read each destination line
+ * from memory (read for ownership) only to overwrite it, a third of the
+ * memory traffic of a large allreduce; streaming stores skip that read.
+ * They write whole 64-byte lines from the first line boundary of dst: a
+ * malloc'd buffer starts 16 bytes into a page, and four 16-byte streaming
+ * stores that straddle two lines leave two partial write-combining buffers
+ * each, which the CPU writes out piecemeal (the allreduce of a 1 MiB
+ * malloc'd buffer took 1.5-1.7x as long as that of a page-aligned one).
+ * Used by the zero-copy path too (shm_zcopy.c). */
 void gcoll_shm_copy(void *dst, const void *src, size_t bytes, int nt)
 {
 #if defined(__x86_64__)

@@ -241,18 +241,22 @@ static inline void gcoll_shm_pause(void)
 #endif
 }
 
-/* Take the lines of [dst, dst + bytes) for writing before a copy through
- * the cache writes them (shm_coll.c, gcoll_shm_copy, says where and why). */
-static inline void gcoll_shm_take_lines(void *dst, size_t bytes)
+/* Fetch the line at p for writing (prefetchw): a store to a line a peer
+ * read last waits for it, and the fetch can run ahead of that store. */
+static inline void gcoll_shm_take_line(const void *p)
 {
-    const unsigned char *d = dst;
-    for (size_t o = 0; o < bytes; o += 64) {
 #if defined(__x86_64__)
-        __asm__ volatile("prefetchw %0" : : "m"(d[o]));
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
 #else
-        __builtin_prefetch(d + o, 1, 3);
+    __builtin_prefetch(p, 1, 3);
 #endif
-    }
+}
+
+/* ... every line of [dst, dst + bytes), before a copy through the cache
+ * writes them (gcoll_shm_copy says where and why). */
+static inline void gcoll_shm_take_lines(const void *dst, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64) gcoll_shm_take_line((const char *)dst + o);
 }
 
 /* 1 + the CPU the caller runs on, 0 if not known. */

@@ -310,17 +310,9 @@ static int ring_may_move(gcoll_shm_t *shm, const gcoll_shm_ring_wait_t *w)
  * reduce 0.119 -> 0.105 (0.089), 32 B 0.118 -> 0.104 (0.111).  Not for
  * larger payloads: the head of the next slot of the class, taken the same
  * way, made 2-8 KiB bcasts 12-20% faster but 128-512 B reduces and 512 B
- * bcasts 8-15% slower.  A prefetch: where the reader still reads that line
- * (a full ring), it reads it again; nothing else changes. */
-static void ring_prefetch_write(const void *p)
-{
-#if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
-}
-
+ * bcasts 8-15% slower.  A prefetch (gcoll_shm_take_line): where the reader
+ * still reads that line (a full ring), it reads it again; nothing else
+ * changes. */
 void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
 {
     gcoll_shm_ring_wait_t need = ring_need(shm, o);
@@ -339,7 +331,7 @@ void gcoll_shm_ring_progress(gcoll_shm_t *shm, gcoll_shm_op_t *o, int *done)
         gcoll_shm_line_t *line = &mine->line[ring_line(o->seq)];
         if (o->bytes > GCOLL_SHM_INLINE) line->data[0] = o->stream;   /* its way, for the reader */
         gcoll_shm_publish(shm, line, o->seq);
-        if (o->bytes <= GCOLL_SHM_INLINE) ring_prefetch_write(&mine->line[ring_line(o->seq + 1)]);
+        if (o->bytes <= GCOLL_SHM_INLINE) gcoll_shm_take_line(&mine->line[ring_line(o->seq + 1)]);
     } else if (o->coll == GCOLL_COLL_BCAST) {
         ring_bcast_out(shm, o);
     } else {
