@@ -159,6 +159,11 @@ const gcoll_config_entry_t gcoll_config_table[] = {
     { "GCOLL_CHECK", "0",
       "1: verify all ranks call the same collective/count/dtype/op/root (GCOLL_ERR_MISMATCH)",
       parse_bool, FIELD(check) },
+    { "GCOLL_TRY", "1",
+      "where the selection row names rivals (try=, written by the calibration where they came "
+      "close), time them against its algorithm on the job's own calls and keep the fastest, "
+      "agreed by all ranks; 0 = the row's algorithm only",
+      parse_bool, FIELD(try_rivals) },
     { "GCOLL_PROGRESS", "auto",
       "who advances outstanding requests: caller (only inside libgcoll calls), thread (a "
       "background thread, asleep when idle), auto (thread unless the transport is mpi without "

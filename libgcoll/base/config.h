@@ -28,6 +28,7 @@ typedef struct {
     int    transport;                      /* GCOLL_TRANSPORT: gcoll_transport_kind_t */
     double timeout;                        /* GCOLL_TIMEOUT seconds, 0 = wait forever */
     int    check;                          /* GCOLL_CHECK: 0/1 */
+    int    try_rivals;                     /* GCOLL_TRY: 0/1 */
     int    progress;                       /* GCOLL_PROGRESS: gcoll_progress_kind_t */
     int    shm_stream;                     /* GCOLL_SHM_STREAM: gcoll_shm_stream_t */
     int    zcopy;                          /* GCOLL_ZCOPY: 0/1 */

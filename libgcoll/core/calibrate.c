@@ -120,12 +120,23 @@ void gcoll_calib_add_mpi(gcoll_calib_sweep_t *w)
         w->algos[w->nalgos++] = &gcoll_tune_mpi;
 }
 
+void gcoll_calib_rival_only(gcoll_calib_sweep_t *w, const char *name)
+{
+    for (int a = 0; a < w->nalgos; a++)
+        if (!strcmp(w->algos[a]->name, name)) w->rival_only |= 1u << a;
+}
+
 void gcoll_calib_drop(gcoll_calib_sweep_t *w, const char *name)
 {
     int n = 0;
+    unsigned only = 0;
     for (int a = 0; a < w->nalgos; a++)
-        if (strcmp(w->algos[a]->name, name) != 0) w->algos[n++] = w->algos[a];
+        if (strcmp(w->algos[a]->name, name) != 0) {
+            only |= (w->rival_only >> a & 1u) << n;
+            w->algos[n++] = w->algos[a];
+        }
     w->nalgos = n;
+    w->rival_only = only;
 }
 
 static int is_mpi(const gcoll_calib_sweep_t *w, int a)
@@ -457,9 +468,10 @@ gcoll_status_t gcoll_calib_measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int
 /* ---- winners -------------------------------------------------------------------- */
 
 /* A libgcoll algorithm timed at size s: a candidate for w->best. */
+/* A libgcoll algorithm timed at size s that may win it. */
 static int timed_lib(const gcoll_calib_sweep_t *w, int s, int a)
 {
-    return w->t[s][a] >= 0 && !is_mpi(w, a);
+    return w->t[s][a] >= 0 && !is_mpi(w, a) && !(w->rival_only >> a & 1);
 }
 
 /* Where the MPI candidate beats libgcoll's winner: by MPI_ENTER to start a
@@ -715,14 +727,21 @@ static size_t crossover(const gcoll_calib_sweep_t *w, int s, int n, int a, int b
 
 /* ---- rows ------------------------------------------------------------------------ */
 
+static void write_row_with(FILE *f, const gcoll_tune_row_t *r);
+
 static void write_row(FILE *f, gcoll_coll_t coll, int nodes_lo, int nodes_hi, int ppn,
                       size_t lo, size_t hi, const gcoll_algo_t *algo)
 {
     gcoll_tune_row_t r = { .coll = coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
                            .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
                            .bytes_lo = lo, .bytes_hi = hi, .algo = algo };
+    write_row_with(f, &r);
+}
+
+static void write_row_with(FILE *f, const gcoll_tune_row_t *r)
+{
     char line[512];
-    gcoll_tune_format_row(line, sizeof line, &r);
+    gcoll_tune_format_row(line, sizeof line, r);
     fprintf(f, "%s\n", line);
 }
 
@@ -749,21 +768,72 @@ static void write_mpi_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, 
     }
 }
 
+/* Whether size s has rivals: its winner's call is long enough to time
+ * alone and short enough to try them (GCOLL_CALIB_RIVAL_MIN_SECS, _MAX_SECS),
+ * and another libgcoll algorithm came within w->rival_within of it. */
+static int has_rivals(const gcoll_calib_sweep_t *w, int s)
+{
+    int win = w->best[s];
+    double t = w->t[s][win],
+           within = w->rival_within > 0 ? w->rival_within : GCOLL_CALIB_RIVAL_WITHIN;
+    if (t < GCOLL_CALIB_RIVAL_MIN_SECS || t > GCOLL_CALIB_RIVAL_MAX_SECS) return 0;
+    for (int a = 0; a < w->nalgos; a++)
+        if (a != win && !is_mpi(w, a) && w->t[s][a] >= 0 && w->t[s][a] <= within * t) return 1;
+    return 0;
+}
+
+/* The rivals of a row covering sizes first..last (one winner, every size
+ * with rivals): the libgcoll algorithms within w->rival_within of the
+ * winner at one of them at least, the closest first, at most
+ * GCOLL_TUNE_RIVALS.  The same on every rank (the times are the ranks'
+ * maximum). */
+static void row_rivals(const gcoll_calib_sweep_t *w, int first, int last, gcoll_tune_row_t *r)
+{
+    double close[GCOLL_CALIB_MAX_ALGOS],
+           within = w->rival_within > 0 ? w->rival_within : GCOLL_CALIB_RIVAL_WITHIN;
+    int win = w->best[last];
+    for (int a = 0; a < w->nalgos; a++) {
+        close[a] = 0;
+        if (a == win || is_mpi(w, a)) continue;   /* rival_only ones may be rivals */
+        for (int s = first; s <= last; s++) {
+            if (w->best[s] != win || w->t[s][a] < 0 || w->t[s][win] <= 0) continue;
+            double q = w->t[s][a] / w->t[s][win];
+            if (q <= within && (!close[a] || q < close[a])) close[a] = q;
+        }
+    }
+    while (r->nrivals < GCOLL_TUNE_RIVALS) {
+        int pick = -1;
+        for (int a = 0; a < w->nalgos; a++)
+            if (close[a] && (pick < 0 || close[a] < close[pick])) pick = a;
+        if (pick < 0) break;
+        r->rival[r->nrivals++] = w->algos[pick];
+        close[pick] = 0;
+    }
+}
+
 void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
                             int ppn)
 {
     write_mpi_rows(f, w, nodes_lo, nodes_hi, ppn);
     size_t lo = w->rows_from;
-    for (int s = 0; s < w->nsizes; s++) {
+    for (int s = 0, first = -1; s < w->nsizes; s++) {
         if (w->best[s] < 0) continue;
+        if (first < 0) first = s;
         int next = s + 1;
         while (next < w->nsizes && w->best[next] < 0) next++;
         int last = next >= w->nsizes;
-        if (!last && w->best[next] == w->best[s]) continue;
-        size_t hi = last ? GCOLL_TUNE_INF_SIZE : crossover(w, s, next, w->best[s], w->best[next]);
+        int tried = has_rivals(w, s), same = !last && w->best[next] == w->best[s];
+        if (same && has_rivals(w, next) == tried) continue;
+        size_t hi = last ? GCOLL_TUNE_INF_SIZE
+                  : same ? w->sizes[next] : crossover(w, s, next, w->best[s], w->best[next]);
         if (w->coll == GCOLL_COLL_BARRIER) lo = 0, hi = GCOLL_TUNE_INF_SIZE;
-        write_row(f, w->coll, nodes_lo, nodes_hi, ppn, lo, hi, w->algos[w->best[s]]);
+        gcoll_tune_row_t r = { .coll = w->coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
+                               .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
+                               .bytes_lo = lo, .bytes_hi = hi, .algo = w->algos[w->best[s]] };
+        if (tried) row_rivals(w, first, s, &r);
+        write_row_with(f, &r);
         lo = hi;
+        first = -1;
         if (last) break;
     }
 }

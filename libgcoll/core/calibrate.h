@@ -66,6 +66,9 @@ typedef struct {
     int                 nsizes, nalgos;
     size_t              rows_from;   /* the rows start here (0: the first covers 0 up);
                                       * smaller sizes keep the next table's rows */
+    double              rival_within; /* rows' rivals (try=): this close to the winner;
+                                       * 0: GCOLL_CALIB_RIVAL_WITHIN */
+    unsigned            rival_only;   /* bit a: algos[a] is timed, never a winner */
     size_t              sizes[GCOLL_CALIB_MAX_SIZES];          /* ascending */
     const gcoll_algo_t *algos[GCOLL_CALIB_MAX_ALGOS];
     double              t[GCOLL_CALIB_MAX_SIZES][GCOLL_CALIB_MAX_ALGOS]; /* s per call; < 0:
@@ -117,6 +120,9 @@ void gcoll_calib_plan_sizes(gcoll_calib_sweep_t *w, gcoll_coll_t coll, const siz
 /* The application's MPI collective as one more candidate (allreduce only:
  * the one collective calibrated; a no-op for the others). */
 void gcoll_calib_add_mpi(gcoll_calib_sweep_t *w);
+/* The algorithm called name is timed and may be a row's rival, never its
+ * winner (a no-op if absent). */
+void gcoll_calib_rival_only(gcoll_calib_sweep_t *w, const char *name);
 /* Take the algorithm called name out of the plan (a no-op if absent). */
 void gcoll_calib_drop(gcoll_calib_sweep_t *w, const char *name);
 
@@ -176,7 +182,26 @@ int gcoll_calib_again(const gcoll_calib_sweep_t *w, int s, int nblocks, unsigned
 /* Table rows for the winners: first an mpi row per run of sizes the MPI
  * candidate wins, then one row per run of sizes with the same libgcoll
  * winner, keyed nodes_lo..nodes_hi, ppn, host memory; the first libgcoll
- * row starts at 0 bytes, the last ends at inf. */
+ * row starts at 0 bytes, the last ends at inf.  A libgcoll row names as
+ * rivals (try=) the algorithms within w->rival_within (default
+ * GCOLL_CALIB_RIVAL_WITHIN) of its winner at one of its sizes: the job's own calls time them against it
+ * (core/select_online.h).  1.25: 4 ranks as 2 nodes on 2 CPUs, 64 KiB,
+ * the three fastest algorithms were 27-44 us apart from launch to launch,
+ * each fastest in some placement; beyond 1.25 a rival's try costs more
+ * than it is likely to win. */
+#define GCOLL_CALIB_RIVAL_WITHIN 1.25
+/* Rivals only where the winner's call takes between these (a row that
+ * spans either is split there).  Above the upper one: a try times every
+ * candidate on ten calls, which a benchmark's 30 calls of 16 MiB cannot
+ * absorb, and the calls are bandwidth-bound, where a calibration's
+ * placement matters little (4 ranks as 2 nodes: 1 MiB and 16 MiB within
+ * 10% of the best in every selection check without tries; with them,
+ * 1 MiB at 1.25-1.27).  Below the lower one a call is too short to time
+ * alone where ranks share CPUs: at 8 B the tries' 8 calls per candidate
+ * put hier at 4.25 us against hier_leader's 3.97 where the whole launch
+ * timed them 2.05 and 2.97, and switched the wrong way. */
+#define GCOLL_CALIB_RIVAL_MIN_SECS 10e-6
+#define GCOLL_CALIB_RIVAL_MAX_SECS 100e-6
 void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
                             int ppn);
 

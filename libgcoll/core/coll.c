@@ -18,7 +18,9 @@
 #include "core/request_pool.h"
 #include "base/log.h"
 #include "core/memtype.h"
+#include "base/clock.h"
 #include "core/select.h"
+#include "core/select_online.h"
 #include "base/status.h"
 #ifdef HAVE_CUDA
 #include "cuda/cuda_ipc.h"
@@ -307,7 +309,12 @@ static gcoll_status_t host_request(gcoll_comm_t comm, const call_t *k, struct gc
 static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
 {
     struct gcoll_request *r;
+    int timed;
+    double t0 = 0;
     gcoll_engine_lock();   /* one lock for the whole call: pool, build, wait */
+    gcoll_select_online_t *online =
+        gcoll_select_online_of(comm, k->coll, k->count * gcoll_dtype_size(k->dtype), &timed);
+    if (timed) t0 = gcoll_clock_now();
     gcoll_status_t st = host_request(comm, k, &r);
     if (st == GCOLL_SUCCESS) {
         int done = 0;
@@ -326,6 +333,8 @@ static gcoll_status_t run_host(gcoll_comm_t comm, const call_t *k)
         direct_keep(comm, r, st);
     }
     gcoll_engine_unlock();   /* failed before the wait: the caller revokes (gcoll_coll_failed) */
+    if (online && st == GCOLL_SUCCESS)
+        gcoll_select_online_step(comm, online, timed ? gcoll_clock_now() - t0 : 0);
     return st;
 }
 

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "core/memtype.h"
 #include "core/select.h"
+#include "core/select_online.h"
 #include "base/status.h"
 #include "core/tune_cache.h"
 #include "shm/shm.h"
@@ -206,6 +207,7 @@ static void comm_free(struct gcoll_comm *c)
     free(c->node_of);
     gcoll_cuda_host_free(c->stage);
     gcoll_request_pool_free(c);
+    gcoll_select_online_free(c);
     c->magic = 0;
     free(c);
 }

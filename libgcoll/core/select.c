@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "core/memtype.h"
 #include "core/select.h"
+#include "core/select_online.h"
 #include "core/failure.h"
 #include "base/status.h"
 
@@ -184,6 +185,7 @@ gcoll_status_t gcoll_select_use_cache(gcoll_comm_t comm, const char *cache_src,
     GCOLL_TRY(table_intern(part, &t));
     comm->tune = t;
     comm->select_epoch++;
+    gcoll_select_online_free(comm);   /* its rows belong to the old table */
     memset(comm->logged, 0, sizeof(comm->logged));
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     return GCOLL_SUCCESS;
@@ -364,7 +366,8 @@ const gcoll_algo_t *gcoll_select(gcoll_comm_t comm, gcoll_coll_args_t *args)
     const gcoll_tune_row_t *row = NULL;
     if (!a) {
         row = gcoll_tune_match(comm->tune, 0, &k);
-        a   = row ? row->algo : any_algo(args->coll, NULL);
+        a   = !row ? any_algo(args->coll, NULL)
+            : row->nrivals ? gcoll_select_online_algo(comm, row, args->coll, bytes) : row->algo;
         apply_row(args, row);
         comm->last_select[args->coll].bytes = bytes;
         comm->last_select[args->coll].row   = row;

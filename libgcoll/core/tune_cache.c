@@ -43,8 +43,8 @@
  * 7: page-aligned buffers, the candidates in a new order each round (base/shuffle.h),
  * bcast rows from BCAST_MIN, write ways timed in three rounds of 1 MiB;
  * 8: 5 ms blocks, no two-level candidates on one node, no write way for a
- * candidate that does not touch the segment */
-#define CALIB_FORMAT 8
+ * candidate that does not touch the segment; 9: rows name their close rivals (try=) */
+#define CALIB_FORMAT 9
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
@@ -366,13 +366,18 @@ static void coll_list(char *buf, size_t len)
 
 /* Rank 0's file text: what, when, where, the medians, the rows. */
 /* Where a node's ranks share CPUs and are not bound, the kernel places
- * them, and the leader-based allreduce (half of each node idle while its
- * leader works) runs 1.6-1.8x apart from one launch to the next by where
- * the kernel put them: 44-49 or 75-87 us at 64 KiB, 4 ranks as 2 nodes on 2
- * CPUs, 2026-12-05, where every other algorithm stayed within 10%.  One
- * launch's calibration sees one of those, so it is no candidate there
- * (GCOLL_ALGO still forces it). */
-#define UNPLACED_SKIP "hier_leader"
+ * them, and some algorithms run far apart from one launch to the next by
+ * where it put them (4 ranks as 2 nodes on 2 CPUs, 64 KiB allreduce:
+ * hier_leader 44-49 or 75-87 us, 2026-12-05; rdouble 27-29 or 42-44,
+ * 2026-12-07), while one launch's calibration sees one placement.  So
+ * there the rows name as rivals every algorithm within UNPLACED_RIVALS of
+ * the winner, for the job's own calls to time (core/select_online.h), and
+ * the leader-based allreduce, the most placement-bound (half of each node
+ * idle while its leader works), is a rival only: where no rivals are
+ * tried (the smallest and the largest calls) a lucky placement would
+ * otherwise cache it for every launch (8 B: 3.95 us where hier took 2.30). */
+#define UNPLACED_RIVALS 1.6
+#define UNPLACED_RIVAL_ONLY "hier_leader"
 
 static int unplaced(const gcoll_tune_cache_shape_t *s)
 {
@@ -407,8 +412,9 @@ static char *entry_text(const gcoll_tune_cache_shape_t *s, const char *key,
                    "%d\n", gcoll_coll_name(w[i]->coll), med, worst, disturbed[i]);
     }
     if (unplaced(s))
-        fprintf(f, "# not timed: %s (ranks share CPUs unbound: its time depends on where the "
-                   "kernel puts them)\n", UNPLACED_SKIP);
+        fprintf(f, "# ranks share CPUs unbound: the rows name the algorithms within %.2fx of "
+                   "the winner as rivals (try=), timed on the job's own calls; %s is a rival "
+                   "only\n", UNPLACED_RIVALS, UNPLACED_RIVAL_ONLY);
     for (size_t i = 0; i < NCOLLS; i++) gcoll_calib_write_medians(f, w[i], " (* = chosen)");
     for (size_t i = 0; i < NCOLLS; i++) gcoll_calib_write_rows(f, w[i], s->nodes, s->nodes, s->ppn);
     if (fclose(f) != 0) { free(buf); return NULL; }
@@ -448,7 +454,10 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
         gcoll_calib_plan_sizes(w[i], calib_colls[i], sizes,
                                calib_plan_sizes(calib_colls[i], c->size, sizes));
         gcoll_calib_add_mpi(w[i]);
-        if (unplaced(s)) gcoll_calib_drop(w[i], UNPLACED_SKIP);
+        if (unplaced(s)) {
+            w[i]->rival_within = UNPLACED_RIVALS;
+            gcoll_calib_rival_only(w[i], UNPLACED_RIVAL_ONLY);
+        }
         if (s->nodes == 1) drop_two_level(w[i]);
         /* bcast's smallest size does not speak for those below (BCAST_MIN) */
         if (calib_colls[i] == GCOLL_COLL_BCAST) w[i]->rows_from = BCAST_MIN;

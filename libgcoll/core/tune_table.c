@@ -170,18 +170,42 @@ static gcoll_status_t parse_conds(const origin_t *o, char *list, gcoll_tune_row_
     return GCOLL_SUCCESS;
 }
 
-/* One key=value option; seen[] rejects a repeated key. */
-static gcoll_status_t parse_option(const origin_t *o, char *opt, gcoll_tune_row_t *r, int seen[4])
+/* try=A,B: the row's rivals, libgcoll algorithms of its collective other
+ * than its own, each once. */
+static gcoll_status_t parse_rivals(const origin_t *o, char *v, gcoll_tune_row_t *r)
 {
-    static const char *const keys[4] = { "chunk", "radix", "if", "size" };
+    char *save = NULL;
+    for (char *name = strtok_r(v, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const gcoll_algo_t *a = gcoll_algo_find(r->coll, name);
+        if (!a)
+            return row_error(o, "try=: '%s' is not an algorithm of %s (gcoll_info -a lists "
+                                "them; mpi cannot be tried)", name, gcoll_coll_name(r->coll));
+        int dup = a == r->algo;
+        for (int i = 0; i < r->nrivals; i++) dup |= r->rival[i] == a;
+        if (dup) return row_error(o, "try=: %s is named twice (with the row's own algorithm)", name);
+        if (r->nrivals == GCOLL_TUNE_RIVALS)
+            return row_error(o, "try=: more than %d rivals", GCOLL_TUNE_RIVALS);
+        r->rival[r->nrivals++] = a;
+    }
+    if (!r->nrivals) return row_error(o, "try= names no algorithm");
+    return GCOLL_SUCCESS;
+}
+
+#define NOPTIONS 5
+
+/* One key=value option; seen[] rejects a repeated key. */
+static gcoll_status_t parse_option(const origin_t *o, char *opt, gcoll_tune_row_t *r,
+                                   int seen[NOPTIONS])
+{
+    static const char *const keys[NOPTIONS] = { "chunk", "radix", "if", "size", "try" };
     char *eq = strchr(opt, '=');
     int k = 0;
     if (eq) *eq = '\0';
-    while (eq && k < 4 && strcmp(opt, keys[k])) k++;
-    if (!eq || k == 4)
+    while (eq && k < NOPTIONS && strcmp(opt, keys[k])) k++;
+    if (!eq || k == NOPTIONS)
         return row_error(o, "unexpected '%s%s%s' after the algorithm (options: chunk=SIZE, "
-                            "radix=N, if=CONDITIONS, size=count|total)", opt, eq ? "=" : "",
-                         eq ? eq + 1 : "");
+                            "radix=N, if=CONDITIONS, size=count|total, try=ALGO[,ALGO])", opt,
+                         eq ? "=" : "", eq ? eq + 1 : "");
     if (seen[k]++) return row_error(o, "option %s= is given twice", keys[k]);
     char *v = eq + 1;
     switch (k) {
@@ -197,6 +221,8 @@ static gcoll_status_t parse_option(const origin_t *o, char *opt, gcoll_tune_row_
     }
     case 2:
         return parse_conds(o, v, r);
+    case 4:
+        return parse_rivals(o, v, r);
     default:
         if (strcmp(v, "count") && strcmp(v, "total"))
             return row_error(o, "size=%s: expected size=count or size=total", v);
@@ -240,10 +266,12 @@ static gcoll_status_t parse_row(const origin_t *o, char **f, int n, gcoll_tune_r
     if (!r->algo)
         return row_error(o, "'%s' is not an algorithm of %s (gcoll_info -a lists them, or mpi)",
                          f[5], f[0]);
-    int seen[4] = { 0 };
+    int seen[NOPTIONS] = { 0 };
     for (int i = 6; i < n; i++) GCOLL_TRY(parse_option(o, f[i], r, seen));
     if (gcoll_tune_row_is_mpi(r) && r->chunk)
         return row_error(o, "chunk= on an mpi row: the MPI's collective has no chunk of ours");
+    if (gcoll_tune_row_is_mpi(r) && r->nrivals)
+        return row_error(o, "try= on an mpi row: libgcoll's calls never run it");
     r->line = o->line;
     return GCOLL_SUCCESS;
 }
@@ -537,12 +565,14 @@ static void format_options(char *buf, size_t len, const gcoll_tune_row_t *r)
     }
     char sz[32];
     gcoll_tune_format_size(sz, sizeof sz, r->chunk);
-    if (r->chunk && n < len) snprintf(buf + n, len - n, " chunk=%s", sz);
+    if (r->chunk && n < len) n += (size_t)snprintf(buf + n, len - n, " chunk=%s", sz);
+    for (int i = 0; i < r->nrivals && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : " try=", r->rival[i]->name);
 }
 
 int gcoll_tune_format_row(char *buf, size_t len, const gcoll_tune_row_t *r)
 {
-    char nodes[32], ppn[32], bytes[80], opts[160];
+    char nodes[32], ppn[32], bytes[80], opts[224];
     const char *mem = r->mem == GCOLL_TUNE_ANY_MEM ? "*" : gcoll_memtype_name((gcoll_memtype_t)r->mem);
     format_count_range(nodes, sizeof nodes, r->nodes_lo, r->nodes_hi);
     format_count_range(ppn, sizeof ppn, r->ppn_lo, r->ppn_hi);

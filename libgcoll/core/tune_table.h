@@ -7,6 +7,7 @@
  *   # collective  mem   nodes  ppn  bytes      algorithm  [options]
  *   allreduce     host  *      *    0-16K      rdouble
  *   allreduce     *     2-*    2-*  16K-inf    hier       if=shm chunk=1M
+ *   allreduce     host  2      2    64K-256K   rdouble    try=hier_leader
  *
  * mem is host, cuda or * (a cuda row never matches: see gcoll_tune_key_t);
  * nodes and ppn are inclusive integer ranges; bytes is the half-open range
@@ -50,6 +51,7 @@ typedef enum {
 #define GCOLL_TUNE_ANY_MEM  (-1)          /* mem column "*" */
 #define GCOLL_TUNE_INF_INT  0x7fffffff    /* nodes/ppn upper end "*" */
 #define GCOLL_TUNE_INF_SIZE ((size_t)-1)  /* bytes upper end "inf" */
+#define GCOLL_TUNE_RIVALS   4             /* algorithms a try= option names, at most */
 
 typedef struct {
     gcoll_coll_t        coll;
@@ -60,6 +62,9 @@ typedef struct {
     int                 size_total;           /* bytes counted over all ranks */
     const gcoll_algo_t *algo;
     size_t              chunk;                /* chunk=SIZE, 0 = algorithm default */
+    const gcoll_algo_t *rival[GCOLL_TUNE_RIVALS]; /* try=A,B: timed against algo as the
+                                               * job runs (core/select_online.h) */
+    int                 nrivals;
     unsigned            if_set, if_clear;     /* conditions required true / false */
     const char         *src;                  /* "built-in", a path, "GCOLL_TUNE" */
     int                 line;                 /* line (row number in GCOLL_TUNE) */

@@ -241,6 +241,15 @@ static void test_rejects(void)
     BAD("allreduce host * * 1K-8K ring", "can never match: line 3");
     BAD("allreduce host * * 1K-8K mpi", "can never match: line 3");   /* under a libgcoll row */
     BAD("allreduce host * * 16K-inf mpi chunk=1M", "chunk= on an mpi row");
+    BAD("allreduce host * * 16K-inf mpi try=ring", "try= on an mpi row");
+    BAD("allreduce host * * 16K-inf ring try=rign", "try=: 'rign' is not an algorithm");
+    BAD("allreduce host * * 16K-inf ring try=mpi", "try=: 'mpi' is not an algorithm");
+    BAD("allreduce host * * 16K-inf ring try=ring", "ring is named twice");
+    BAD("allreduce host * * 16K-inf ring try=rdouble,rdouble", "rdouble is named twice");
+    BAD("allreduce host * * 16K-inf ring try=,", "try= names no algorithm");
+    BAD("allreduce host * * 16K-inf ring try=rdouble,rabenseifner,reduce_bcast,hier,hier_p2p",
+        "more than 4 rivals");
+    BAD("bcast host * * 16K-inf binomial try=ring", "'ring' is not an algorithm of bcast");
     BAD("bcast host * * 16K-inf mpl", "'mpl' is not an algorithm of bcast");
     BAD("allreduce * * * 16K-inf ring ring ring ring ring ring ring ring ring ring ring ring",
         "more than 16 fields");
@@ -297,6 +306,7 @@ static void test_matching(void)
     char text[200];
     gcoll_tune_format_row(text, sizeof text, r);
     CHECK(strstr(text, "chunk=256K") && !strstr(text, "radix"), "printed as \"%s\"", text);
+    CHECK(r && r->nrivals == 0, "a row without try= names no rivals");
     /* the memory type column: every call is keyed as host memory, so the
      * cuda row above the 1M-inf one never matches */
     CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLREDUCE, 2u << 20, 1, 2), "ring"),
@@ -305,6 +315,20 @@ static void test_matching(void)
     CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLGATHER, 16383, 2, 2), "rdouble"), "size=total below");
     CHECK(!strcmp(choose(&t, GCOLL_COLL_ALLGATHER, 16384, 2, 2), "ring"), "size=total at hi");
     CHECK(!strcmp(choose(&t, GCOLL_COLL_BCAST, 8, 2, 2), "(none)"), "no row for bcast");
+    gcoll_tune_table_fini(&t);
+
+    /* try=: the rivals in their order, printed back the same */
+    gcoll_tune_table_init(&t);
+    st = gcoll_tune_parse(&t, "allreduce host 2 2 32K-128K hier_leader try=reduce_bcast,hier\n",
+                          "t", 0);
+    CHECK(st == GCOLL_SUCCESS, "%s", gcoll_last_error());
+    k = (gcoll_tune_key_t){ GCOLL_COLL_ALLREDUCE, 2, 2, 4, 0, 65536 };
+    r = gcoll_tune_match(&t, 0, &k);
+    CHECK(r && r->nrivals == 2 && !strcmp(r->algo->name, "hier_leader") &&
+          !strcmp(r->rival[0]->name, "reduce_bcast") && !strcmp(r->rival[1]->name, "hier"),
+          "try= parsed into the row's rivals, in order");
+    if (r) gcoll_tune_format_row(text, sizeof text, r);
+    CHECK(r && strstr(text, "hier_leader try=reduce_bcast,hier"), "printed as \"%s\"", text);
     gcoll_tune_table_fini(&t);
 
     /* conditions */
