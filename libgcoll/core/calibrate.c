@@ -768,9 +768,9 @@ static void write_mpi_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, 
     }
 }
 
-/* Whether size s has rivals: its winner's call is long enough to time
- * alone and short enough to try them (GCOLL_CALIB_RIVAL_MIN_SECS, _MAX_SECS),
- * and another libgcoll algorithm came within w->rival_within of it. */
+/* Whether size s has rivals: its winner's call is in the range where they
+ * are tried (GCOLL_CALIB_RIVAL_MIN_SECS to _MAX_SECS), and another libgcoll
+ * algorithm came within w->rival_within of it. */
 static int has_rivals(const gcoll_calib_sweep_t *w, int s)
 {
     int win = w->best[s];

@@ -7,19 +7,29 @@
  *             `next` calls a try starts
  *   trying    each candidate in turn runs TRY_WARM untimed calls (its
  *             first after another algorithm finds its buffers and the
- *             segment's places cold) and TRY_TIMED timed ones, in
- *             TRY_PASSES passes over the candidates (a machine whose speed
- *             drifts during the try slows them alike); after the last, the
- *             ranks agree on the costs (per candidate the largest of the
- *             ranks' medians), and the fastest becomes the choice if it
- *             beats the current one by SWITCH_MARGIN
+ *             segment's places cold) and TRY_TIMED samples of `per` calls
+ *             each, in TRY_PASSES passes over the candidates (a machine
+ *             whose speed drifts during the try slows them alike); after
+ *             the last, the ranks agree on the costs (per candidate the
+ *             largest of the ranks' medians), and the fastest becomes the
+ *             choice if it beats the current one by SWITCH_MARGIN
  *
- * Tries come at call FIRST_TRY, then GAP_FIRST calls later, the gap
- * doubling up to GAP_MAX: a try of three rivals that are 25% slower costs
- * about 7.5 calls' time, under 1.5% of the calls between tries from the
- * third, and a placement or machine state that changes is still found
- * within GAP_MAX calls. */
+ * A sample is the mean of `per` calls, each timed alone (the application's
+ * work between calls is not in it), so that it lasts about SAMPLE_SECS: a
+ * call of 2 us where ranks share CPUs is a few scheduler decisions, and
+ * single calls put hier at 4.25 us against hier_leader's 3.97 early in a
+ * launch that timed them at 2.05 and 2.97 over its whole length (4 ranks
+ * as 2 nodes on 2 CPUs, 8 B).  `per` must be the same on every rank: the
+ * first try takes it from the agreed median of the PROBE calls before it,
+ * later ones from the current choice's agreed cost.
+ *
+ * Tries come at call FIRST_TRY, then GAP_FIRST x per calls later, the gap
+ * doubling up to GAP_MAX x per: a try of six rivals 25% slower costs
+ * about 15 samples' worth of extra time, under 2% of the calls between
+ * tries from the third, and a placement or machine state that changes is
+ * still found. */
 #include <mpi.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +43,11 @@
 #define FIRST_TRY     8
 #define TRY_PASSES    2      /* over the candidates: a drift in the machine's speed */
 #define TRY_WARM      1      /* per candidate and pass */
-#define TRY_TIMED     4      /*   "                      */
+#define TRY_TIMED     4      /* samples per candidate and pass */
 #define SAMPLES       (TRY_PASSES * TRY_TIMED)
+#define SAMPLE_SECS   20e-6  /* a sample's calls add up to about this ... */
+#define PER_MAX       16     /* ... in at most this many calls */
+#define PROBE         4      /* calls timed before the first try, for per */
 #define GAP_FIRST     256
 #define GAP_MAX       16384
 #define SWITCH_MARGIN 0.97   /* a rival's cost under this x the current one's */
@@ -47,8 +60,10 @@ struct gcoll_select_online {
     int                     trying;  /* the candidate being timed, -1 between tries */
     int                     pass;    /* of the try over the candidates */
     int                     k;       /* the candidate's calls so far in this pass */
+    int                     per;     /* calls per sample, the same on every rank */
     uint64_t                calls, next, gap;
-    double                  t[NCAND][SAMPLES];
+    double                  probe[PROBE];
+    double                  t[NCAND][SAMPLES];   /* samples: mean s per call */
     double                  cost[NCAND];   /* agreed at the last try */
     int                     tries, switches;
 };
@@ -104,7 +119,7 @@ gcoll_select_online_t *gcoll_select_online_of(gcoll_comm_t comm, gcoll_coll_t co
     gcoll_select_online_t *o = state_of(comm, coll, bytes);
     *timed = 0;
     if (!o || !o->row || comm->forced[coll]) return NULL;
-    *timed = o->trying >= 0 && o->k >= TRY_WARM;
+    *timed = o->trying >= 0 ? o->k >= TRY_WARM : !o->tries && o->calls + PROBE >= o->next;
     return o;
 }
 
@@ -114,16 +129,33 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* in[0..n) -> out: the largest over the ranks (collective); 0 on failure. */
+static int agree_max(gcoll_comm_t comm, const double *in, double *out, int n)
+{
+    return PMPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_MAX, comm->mpi_comm) == MPI_SUCCESS;
+}
+
+/* Calls per sample for calls of `secs`. */
+static int per_for(double secs)
+{
+    if (secs <= 0) return 1;
+    double per = SAMPLE_SECS / secs;
+    return per >= PER_MAX ? PER_MAX : per <= 1 ? 1 : (int)per + 1;
+}
+
 /* The end of a try: the costs agreed, the choice made (collective). */
 static void decide(gcoll_comm_t comm, gcoll_select_online_t *o)
 {
     double mine[NCAND], all[NCAND];
-    for (int i = 0; i < o->n; i++) {
-        qsort(o->t[i], SAMPLES, sizeof(double), cmp_double);
-        mine[i] = 0.5 * (o->t[i][SAMPLES / 2 - 1] + o->t[i][SAMPLES / 2]);
-    }
+    for (int i = 0; i < o->n; i++) mine[i] = median(o->t[i], SAMPLES);
     o->tries++;
-    if (PMPI_Allreduce(mine, all, o->n, MPI_DOUBLE, MPI_MAX, comm->mpi_comm) != MPI_SUCCESS) {
+    if (!agree_max(comm, mine, all, o->n)) {
         gcoll_warn("select: agreeing on the tried algorithms' costs failed; keeping %s",
                    o->cand[o->cur]->name);
         return;
@@ -132,33 +164,61 @@ static void decide(gcoll_comm_t comm, gcoll_select_online_t *o)
     for (int i = 0; i < o->n; i++)
         if (all[i] < all[best] * (best == o->cur ? SWITCH_MARGIN : 1.0)) best = i;
     memcpy(o->cost, all, sizeof(all));
+    if (GCOLL_UNLIKELY(gcoll_log_level >= GCOLL_LOG_INFO)) {
+        char costs[256];
+        size_t len = 0;
+        for (int i = 0; i < o->n && len < sizeof costs; i++)
+            len += (size_t)snprintf(costs + len, sizeof costs - len, "%s%s %.2f", i ? ", " : "",
+                                    o->cand[i]->name, all[i] * 1e6);
+        gcoll_info("select %s %s, try %d (%d calls per sample): %s us per call agreed; %s %s",
+                   gcoll_coll_name(o->row->coll), o->row->src, o->tries, o->per, costs,
+                   best == o->cur ? "keeping" : "switching to", o->cand[best]->name);
+    }
     if (best != o->cur) {
-        gcoll_info("select %s %s: %s (%.2f us) replaces %s (%.2f us), timed on this job's calls",
-                   gcoll_coll_name(o->row->coll), o->row->src, o->cand[best]->name,
-                   all[best] * 1e6, o->cand[o->cur]->name, all[o->cur] * 1e6);
         o->cur = best;
         o->switches++;
     }
 }
 
+/* Steady: count the call; at `next` a try starts (collective before the
+ * first: the calls per sample).  Returns whether it started. */
+static int steady_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
+{
+    o->calls++;
+    if (!o->tries && o->calls + PROBE > o->next) o->probe[o->calls + PROBE - o->next - 1] = secs;
+    if (o->calls < o->next) return 0;
+    double t = o->cost[o->cur];
+    if (!o->tries) {
+        double mine = median(o->probe, PROBE);
+        if (!agree_max(comm, &mine, &t, 1)) t = 0;
+    }
+    o->per = per_for(t);
+    o->trying = 0, o->pass = 0, o->k = 0;
+    memset(o->t, 0, sizeof(o->t));
+    return 1;
+}
+
+/* Trying: add the call to its sample; returns whether the candidate changed. */
+static int trying_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
+{
+    if (o->k >= TRY_WARM)
+        o->t[o->trying][o->pass * TRY_TIMED + (o->k - TRY_WARM) / o->per] += secs / o->per;
+    if (++o->k < TRY_WARM + TRY_TIMED * o->per) return 0;
+    o->k = 0;
+    if (++o->trying == o->n && ++o->pass < TRY_PASSES) o->trying = 0;
+    if (o->trying == o->n) {
+        decide(comm, o);
+        o->trying = -1;
+        o->calls = 0;
+        o->next = o->gap * (uint64_t)o->per;
+        if (o->gap < GAP_MAX) o->gap *= 2;
+    }
+    return 1;
+}
+
 void gcoll_select_online_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
 {
-    if (o->trying < 0) {
-        if (++o->calls < o->next) return;
-        o->trying = 0, o->pass = 0, o->k = 0;
-    } else {
-        if (o->k >= TRY_WARM) o->t[o->trying][o->pass * TRY_TIMED + o->k - TRY_WARM] = secs;
-        if (++o->k < TRY_WARM + TRY_TIMED) return;
-        o->k = 0;
-        if (++o->trying == o->n && ++o->pass < TRY_PASSES) o->trying = 0;
-        if (o->trying == o->n) {
-            decide(comm, o);
-            o->trying = -1;
-            o->calls = 0;
-            o->next = o->gap;
-            if (o->gap < GAP_MAX) o->gap *= 2;
-        }
-    }
+    if (!(o->trying < 0 ? steady_step(comm, o, secs) : trying_step(comm, o, secs))) return;
     gcoll_engine_lock();
     invalidate(comm, o->row->coll);
     gcoll_engine_unlock();
@@ -181,6 +241,7 @@ gcoll_status_t gcoll_select_online_report(gcoll_comm_t comm, gcoll_coll_t coll, 
                            gcoll_coll_name(coll), bytes);
     memset(out, 0, sizeof(*out));
     out->n = o->n, out->current = o->cur, out->tries = o->tries, out->switches = o->switches;
+    out->per = o->per;
     for (int i = 0; i < o->n; i++) out->cand[i] = o->cand[i], out->cost[i] = o->cost[i];
     return GCOLL_SUCCESS;
 }

@@ -57,10 +57,12 @@ void gcoll_select_online_free(gcoll_comm_t comm);
 
 /* For tests and gcoll_info: the class's candidates (n of them, the row's
  * algorithm first), the one in use between tries, the agreed cost of each
- * in seconds per call at the last try (0 before one), and the tries made.
+ * in seconds per call at the last try (0 before one), the tries made and
+ * their calls per sample.
  * GCOLL_ERR_INVALID_ARG where the class has no state. */
 typedef struct {
     int                 n, current, tries, switches;
+    int                 per;   /* calls per timed sample in the last try */
     const gcoll_algo_t *cand[1 + GCOLL_TUNE_RIVALS];
     double              cost[1 + GCOLL_TUNE_RIVALS];
 } gcoll_select_online_report_t;

@@ -51,7 +51,7 @@ typedef enum {
 #define GCOLL_TUNE_ANY_MEM  (-1)          /* mem column "*" */
 #define GCOLL_TUNE_INF_INT  0x7fffffff    /* nodes/ppn upper end "*" */
 #define GCOLL_TUNE_INF_SIZE ((size_t)-1)  /* bytes upper end "inf" */
-#define GCOLL_TUNE_RIVALS   4             /* algorithms a try= option names, at most */
+#define GCOLL_TUNE_RIVALS   6             /* algorithms a try= option names, at most */
 
 typedef struct {
     gcoll_coll_t        coll;

@@ -23,6 +23,7 @@
 #include <gcoll.h>
 #include "core/comm.h"            /* internal: the communicator's state */
 #include "core/select_online.h"   /* internal: gcoll_select_online_report */
+#include "base/status.h"          /* internal: gcoll_error_clear */
 
 static int failures, rank, size;
 
@@ -32,7 +33,7 @@ static int failures, rank, size;
                        fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } \
     } while (0)
 
-enum { N = 16384, NCAND = 3, CALLS = 120, AFTER = 40 };
+enum { NMAX = 16384, NCAND = 3, MAX_CALLS = 2000, AFTER = 40 };
 static const char *const cand[NCAND] = { "ring", "rdouble", "reduce_bcast" };
 static const char *const row = "allreduce:*:*:*:0-inf:ring:try=rdouble,reduce_bcast";
 
@@ -53,26 +54,27 @@ static gcoll_comm_t make_comm(const char *algo, const char *try_rivals)
     return c;
 }
 
-/* One call on comm (blocking or not), its result checked; the bytes it sent. */
-static uint64_t one_call(gcoll_comm_t c, int call, int blocking)
+/* One call of n floats on comm (blocking or not), its result checked; the
+ * bytes it sent. */
+static uint64_t one_call(gcoll_comm_t c, int n, int call, int blocking)
 {
-    for (int i = 0; i < N; i++) x[i] = (float)((i * 7 + rank * 13 + call * 3) % 101);
-    memset(y, 0xff, N * sizeof(float));
+    for (int i = 0; i < n; i++) x[i] = (float)((i * 7 + rank * 13 + call * 3) % 101);
+    memset(y, 0xff, (size_t)n * sizeof(float));
     gcoll_stats_t before, after;
     gcoll_comm_get_stats(c, &before);
     gcoll_status_t st;
     if (blocking) {
-        st = gcoll_allreduce(x, y, N, GCOLL_FLOAT32, GCOLL_SUM, c);
+        st = gcoll_allreduce(x, y, (size_t)n, GCOLL_FLOAT32, GCOLL_SUM, c);
     } else {
         gcoll_request_t req;
-        st = gcoll_iallreduce(x, y, N, GCOLL_FLOAT32, GCOLL_SUM, c, &req);
+        st = gcoll_iallreduce(x, y, (size_t)n, GCOLL_FLOAT32, GCOLL_SUM, c, &req);
         if (st == GCOLL_SUCCESS) st = gcoll_wait(&req);
     }
     gcoll_comm_get_stats(c, &after);
     CHECK(st == GCOLL_SUCCESS, "call %d: %s", call, gcoll_last_error());
-    MPI_Allreduce(x, ref, N, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    CHECK(memcmp(y, ref, N * sizeof(float)) == 0, "call %d (%s): result differs from "
-          "MPI_Allreduce", call, blocking ? "blocking" : "nonblocking");
+    MPI_Allreduce(x, ref, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(memcmp(y, ref, (size_t)n * sizeof(float)) == 0, "%d floats, call %d (%s): result "
+          "differs from MPI_Allreduce", n, call, blocking ? "blocking" : "nonblocking");
     return after.bytes_sent - before.bytes_sent;
 }
 
@@ -93,77 +95,93 @@ static int only(unsigned mask)   /* the one candidate in mask, or -1 */
     return -1;
 }
 
-static void test_tries(const uint64_t *forced)
+/* Calls of n floats until the first try is over and AFTER more. */
+static void test_tries(const uint64_t *forced, int n)
 {
     gcoll_comm_t c = make_comm(NULL, "1");
     if (!c) return;
-    int ran[NCAND] = { 0 }, last = -1, first_other = -1, after_bad = 0, two = 0;
-    int run_of[CALLS];
-    for (int call = 0; call < CALLS; call++) {
-        unsigned m = ran_mask(forced, one_call(c, call, 1));
-        int who = only(m);
+    size_t bytes = (size_t)n * sizeof(float);
+    int ran[NCAND] = { 0 }, first_other = -1, after_bad = 0, two = 0, calls = 0, end = MAX_CALLS;
+    int *run_of = malloc(MAX_CALLS * sizeof(int));
+    gcoll_select_online_report_t rep = { 0 };
+    for (int call = 0; call < end; call++, calls++) {
+        int who = only(ran_mask(forced, one_call(c, n, call, 1)));
         run_of[call] = who;
         two += who < 0;
         if (who >= 0) ran[who]++;
         if (who > 0 && first_other < 0) first_other = call;
         if (call % 9 == 4) {   /* a nonblocking call: not counted, the same algorithm on all */
-            unsigned nb = ran_mask(forced, one_call(c, call, 0));
-            CHECK(only(nb) >= 0, "nonblocking call after %d: no single candidate matches what "
-                  "the ranks sent", call);
+            unsigned nb = ran_mask(forced, one_call(c, n, call, 0));
+            CHECK(only(nb) >= 0, "%d floats: nonblocking call after %d: no single candidate "
+                  "matches what the ranks sent", n, call);
         }
+        /* the try ends at the same call on every rank, so the loops end alike */
+        if (end == MAX_CALLS && gcoll_select_online_report(c, GCOLL_COLL_ALLREDUCE, bytes, &rep) ==
+                                    GCOLL_SUCCESS && rep.tries)
+            end = call + 1 + AFTER;
     }
-    CHECK(!two, "%d calls ran no single candidate on every rank", two);
-    for (int i = 0; i < NCAND; i++)
-        CHECK(ran[i] >= 10, "%s ran %d calls: the try gives every candidate 10", cand[i], ran[i]);
-    /* the first call creates the state, the next 8 run the row's algorithm */
-    CHECK(first_other > 8 && first_other < 40, "the first call not running ring was %d; the try "
-          "starts after 8 counted calls", first_other);
-    gcoll_select_online_report_t rep;
-    gcoll_status_t st = gcoll_select_online_report(c, GCOLL_COLL_ALLREDUCE, N * sizeof(float), &rep);
-    CHECK(st == GCOLL_SUCCESS, "report: %s", gcoll_last_error());
-    if (st == GCOLL_SUCCESS) {
-        CHECK(rep.n == NCAND && rep.tries >= 1, "%d candidates, %d tries", rep.n, rep.tries);
+    gcoll_error_clear();
+    CHECK(!two, "%d floats: %d calls ran no single candidate on every rank", n, two);
+    gcoll_status_t st = gcoll_select_online_report(c, GCOLL_COLL_ALLREDUCE, bytes, &rep);
+    CHECK(st == GCOLL_SUCCESS && rep.tries >= 1 && rep.n == NCAND, "%d floats: report %s, %d "
+          "candidates, %d tries in %d calls", n, st ? gcoll_last_error() : "ok", rep.n, rep.tries,
+          calls);
+    if (st == GCOLL_SUCCESS && rep.tries >= 1) {
+        /* a try gives every candidate TRY_PASSES x (1 warm + 4 samples of per calls) */
+        for (int i = 0; i < NCAND; i++)
+            CHECK(ran[i] >= 2 * (1 + 4 * rep.per), "%d floats: %s ran %d calls, the try gives "
+                  "every candidate %d (%d calls per sample)", n, cand[i], ran[i],
+                  2 * (1 + 4 * rep.per), rep.per);
+        /* the first call creates the state, the next 8 run the row's algorithm */
+        CHECK(first_other > 8, "%d floats: the first call not running ring was %d; the try "
+              "starts after 8 counted calls", n, first_other);
         double lo = 1e30;
         for (int i = 0; i < rep.n; i++) {
             CHECK(rep.cost[i] > 0, "%s: no agreed cost", rep.cand[i]->name);
             CHECK(!strcmp(rep.cand[i]->name, cand[i]), "candidate %d is %s", i, rep.cand[i]->name);
             if (rep.cost[i] < lo) lo = rep.cost[i];
         }
-        last = rep.current;
-        CHECK(rep.cost[last] <= lo || (last == 0 && rep.cost[0] * 0.97 <= lo),
-              "the choice %s costs %.2f us where the cheapest costs %.2f", rep.cand[last]->name,
-              rep.cost[last] * 1e6, lo * 1e6);
-        double v[2 * NCAND + 1], mx[2 * NCAND + 1];
+        int cur = rep.current;
+        CHECK(rep.cost[cur] <= lo || (cur == 0 && rep.cost[0] * 0.97 <= lo),
+              "%d floats: the choice %s costs %.2f us where the cheapest costs %.2f", n,
+              rep.cand[cur]->name, rep.cost[cur] * 1e6, lo * 1e6);
+        double v[2 * NCAND + 2], mx[2 * NCAND + 2];
         for (int i = 0; i < NCAND; i++) v[i] = rep.cost[i], v[NCAND + i] = -rep.cost[i];
-        v[2 * NCAND] = last;
-        MPI_Allreduce(v, mx, 2 * NCAND + 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        v[2 * NCAND] = cur, v[2 * NCAND + 1] = rep.per;
+        MPI_Allreduce(v, mx, 2 * NCAND + 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         for (int i = 0; i < NCAND; i++)
             CHECK(mx[i] == -mx[NCAND + i], "%s: the ranks hold different costs", cand[i]);
-        int lo_cur = 0;
-        MPI_Allreduce(&last, &lo_cur, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        int lo_cur = 0, lo_per = 0;
+        MPI_Allreduce(&cur, &lo_cur, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&rep.per, &lo_per, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         CHECK(lo_cur == (int)mx[2 * NCAND], "the ranks chose different algorithms");
-        for (int call = CALLS - AFTER; call < CALLS; call++) after_bad += run_of[call] != last;
-        CHECK(!after_bad, "%d of the last %d calls did not run the choice, %s", after_bad, AFTER,
-              rep.cand[last]->name);
+        CHECK(lo_per == (int)mx[2 * NCAND + 1], "the ranks timed different calls per sample");
+        for (int call = calls - AFTER; call < calls; call++) after_bad += run_of[call] != cur;
+        CHECK(!after_bad, "%d floats: %d of the last %d calls did not run the choice, %s", n,
+              after_bad, AFTER, rep.cand[cur]->name);
         if (rank == 0)
-            printf("tries %d: ring %.2f, rdouble %.2f, reduce_bcast %.2f us agreed; %s chosen; "
-                   "calls run: ring %d, rdouble %d, reduce_bcast %d\n", rep.tries,
-                   rep.cost[0] * 1e6, rep.cost[1] * 1e6, rep.cost[2] * 1e6, rep.cand[last]->name,
-                   ran[0], ran[1], ran[2]);
+            printf("%5d floats: tries %d, %d calls per sample: ring %.2f, rdouble %.2f, "
+                   "reduce_bcast %.2f us agreed; %s chosen; calls run: ring %d, rdouble %d, "
+                   "reduce_bcast %d\n", n, rep.tries, rep.per, rep.cost[0] * 1e6,
+                   rep.cost[1] * 1e6, rep.cost[2] * 1e6, rep.cand[cur]->name, ran[0], ran[1],
+                   ran[2]);
     }
+    free(run_of);
     gcoll_comm_destroy(c);
 }
 
-static void test_off(const uint64_t *forced)
+static void test_off(const uint64_t *forced, int n)
 {
     gcoll_comm_t c = make_comm(NULL, "0");
     if (!c) return;
     int other = 0;
-    for (int call = 0; call < 40; call++) other += only(ran_mask(forced, one_call(c, call, 1))) != 0;
+    for (int call = 0; call < 40; call++)
+        other += only(ran_mask(forced, one_call(c, n, call, 1))) != 0;
     CHECK(!other, "GCOLL_TRY=0: %d of 40 calls did not run the row's ring", other);
     gcoll_select_online_report_t rep;
-    CHECK(gcoll_select_online_report(c, GCOLL_COLL_ALLREDUCE, N * sizeof(float), &rep) != GCOLL_SUCCESS,
-          "GCOLL_TRY=0: a state exists");
+    CHECK(gcoll_select_online_report(c, GCOLL_COLL_ALLREDUCE, (size_t)n * sizeof(float), &rep) !=
+              GCOLL_SUCCESS, "GCOLL_TRY=0: a state exists");
+    gcoll_error_clear();
     gcoll_comm_destroy(c);
 }
 
@@ -172,19 +190,25 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    x = malloc(N * sizeof(float)), y = malloc(N * sizeof(float)), ref = malloc(N * sizeof(float));
-    uint64_t forced[NCAND];
-    for (int i = 0; i < NCAND; i++) {
-        gcoll_comm_t c = make_comm(cand[i], "1");
-        forced[i] = c ? one_call(c, 0, 1) : 0;
-        if (c) gcoll_comm_destroy(c);
+    x = malloc(NMAX * sizeof(float)), y = malloc(NMAX * sizeof(float));
+    ref = malloc(NMAX * sizeof(float));
+    /* 64 KiB (a sample is one call) and 32 B (several calls per sample) */
+    const int sizes[2] = { NMAX, 8 };
+    for (int k = 0; k < 2; k++) {
+        int n = sizes[k];
+        uint64_t forced[NCAND];
+        for (int i = 0; i < NCAND; i++) {
+            gcoll_comm_t c = make_comm(cand[i], "1");
+            forced[i] = c ? one_call(c, n, 0, 1) : 0;
+            if (c) gcoll_comm_destroy(c);
+        }
+        for (int i = 0; i < NCAND; i++)   /* each must be told apart from the others */
+            CHECK(only(ran_mask(forced, forced[i])) == i, "%d floats: %s sends what another "
+                  "candidate sends on every rank (%llu bytes here): the test cannot tell them "
+                  "apart", n, cand[i], (unsigned long long)forced[i]);
+        test_tries(forced, n);
+        if (k == 0) test_off(forced, n);
     }
-    for (int i = 0; i < NCAND; i++)   /* each must be told apart from the others */
-        CHECK(only(ran_mask(forced, forced[i])) == i, "%s sends what another candidate sends on "
-              "every rank (%llu bytes here): the test cannot tell them apart", cand[i],
-              (unsigned long long)forced[i]);
-    test_tries(forced);
-    test_off(forced);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("test_select_online (%d ranks): %d failures\n", size, all);

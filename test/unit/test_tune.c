@@ -247,8 +247,8 @@ static void test_rejects(void)
     BAD("allreduce host * * 16K-inf ring try=ring", "ring is named twice");
     BAD("allreduce host * * 16K-inf ring try=rdouble,rdouble", "rdouble is named twice");
     BAD("allreduce host * * 16K-inf ring try=,", "try= names no algorithm");
-    BAD("allreduce host * * 16K-inf ring try=rdouble,rabenseifner,reduce_bcast,hier,hier_p2p",
-        "more than 4 rivals");
+    BAD("allreduce host * * 16K-inf ring try=rdouble,rabenseifner,reduce_bcast,hier,hier_p2p,"
+        "hier_leader,shm", "more than 6 rivals");
     BAD("bcast host * * 16K-inf binomial try=ring", "'ring' is not an algorithm of bcast");
     BAD("bcast host * * 16K-inf mpl", "'mpl' is not an algorithm of bcast");
     BAD("allreduce * * * 16K-inf ring ring ring ring ring ring ring ring ring ring ring ring",
