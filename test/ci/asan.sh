@@ -36,7 +36,7 @@
 # timeouts, nonblocking and persistent requests with their failure paths,
 # the fault-injection sweep (every 2nd allocation point: GCOLL_FAULT_STRIDE),
 # threads, shared memory, zero-copy buffers, compression, the drop-in, the
-# hierarchy's statistics, Fortran.  Left to the uninstrumented Open MPI leg
+# hierarchy's statistics, the rivals tried as the job runs, Fortran.  Left to the uninstrumented Open MPI leg
 # (printed as not selected): the simulated-node and forced-algorithm suites,
 # the 4 GiB runs, the simulator's sweep, tuning and benchmarks.
 #
@@ -108,7 +108,8 @@ ASAN_DEFAULT_TESTS="test/unit/test_status test/unit/test_live test/unit/test_red
     test/mpi/run_bad_input.sh test/mpi/run_coll_flat.sh test/mpi/run_check_timeout.sh
     test/mpi/run_nonblocking.sh test/mpi/run_fault.sh test/mpi/run_threads.sh
     test/mpi/run_shm.sh test/mpi/run_mem.sh test/mpi/run_compress.sh test/mpi/run_dropin.sh
-    test/mpi/run_hier_stats.sh test/mpi/run_example.sh test/fortran/run_fortran.sh"
+    test/mpi/run_hier_stats.sh test/mpi/run_select_online.sh test/mpi/run_example.sh
+    test/fortran/run_fortran.sh"
 
 build_and_check() {
     leg_configure_and_build CFLAGS="$san" FCFLAGS="-g -O1" LDFLAGS="-fsanitize=address,undefined" \
