@@ -196,15 +196,16 @@ int gcoll_calib_again(const gcoll_calib_sweep_t *w, int s, int nblocks, unsigned
  * cannot absorb, and the calls are bandwidth-bound, where a calibration's
  * placement matters little (4 ranks as 2 nodes: 1 MiB and 16 MiB within
  * 10% of the best in every selection check without tries; with them,
- * 1 MiB at 1.25-1.27; at 2 ranks a bound of 200 us let the 1 MiB calls,
- * 105 us, try 4 rivals, and the check's 110 calls of 1 MiB ran 1.13-1.18x
- * the algorithm they kept).  Below the lower one the tries did not find what
+ * 1 MiB at 1.25-1.27).  50 us, not 100 or 200: the 2-rank 1 MiB calls take
+ * 100-110 us, and where a calibration timed them under the bound their
+ * tries made the check's 110 calls of 1 MiB 1.13-1.18x slower than the
+ * algorithm they kept (3 of 8 checks).  Below the lower one the tries did not find what
  * the launch's own forced timings found, even in samples of 4-6 calls
  * (8 B, 4 ranks as 2 nodes on 2 CPUs: hier_leader 5.30 us in the try,
  * 3.13 over the launch, hier 3.42 and 3.39), and cost 2-8% there: the
  * calibration's choice held as often without them. */
 #define GCOLL_CALIB_RIVAL_MIN_SECS 10e-6
-#define GCOLL_CALIB_RIVAL_MAX_SECS 100e-6
+#define GCOLL_CALIB_RIVAL_MAX_SECS 50e-6
 void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, int nodes_hi,
                             int ppn);
 

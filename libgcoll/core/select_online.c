@@ -9,9 +9,12 @@
  *             first after another algorithm finds its buffers and the
  *             segment's places cold) and TRY_TIMED samples of `per` calls
  *             each, in TRY_PASSES passes over the candidates (a machine
- *             whose speed drifts during the try slows them alike); after
- *             the last, the ranks agree on the costs (per candidate the
- *             largest of the ranks' medians), and the fastest becomes the
+ *             whose speed drifts during the try slows them alike; the
+ *             first try runs an untimed pass before them: a transport's
+ *             algorithm connects its peers on its first calls); after the
+ *             last, the ranks agree on the costs (per candidate the largest
+ *             of the ranks' means of its samples: a loop's time per call,
+ *             descheduled calls and all), and the fastest becomes the
  *             choice if it beats the current one by SWITCH_MARGIN
  *
  * A sample is the mean of `per` calls, each timed alone (the application's
@@ -58,7 +61,7 @@ struct gcoll_select_online {
     const gcoll_algo_t     *cand[NCAND];
     int                     n, cur;
     int                     trying;  /* the candidate being timed, -1 between tries */
-    int                     pass;    /* of the try over the candidates */
+    int                     pass;    /* of the try over the candidates; -1: untimed */
     int                     k;       /* the candidate's calls so far in this pass */
     int                     per;     /* calls per sample, the same on every rank */
     uint64_t                calls, next, gap;
@@ -119,7 +122,8 @@ gcoll_select_online_t *gcoll_select_online_of(gcoll_comm_t comm, gcoll_coll_t co
     gcoll_select_online_t *o = state_of(comm, coll, bytes);
     *timed = 0;
     if (!o || !o->row || comm->forced[coll]) return NULL;
-    *timed = o->trying >= 0 ? o->k >= TRY_WARM : !o->tries && o->calls + PROBE >= o->next;
+    *timed = o->trying >= 0 ? o->pass >= 0 && o->k >= TRY_WARM
+                            : !o->tries && o->calls + PROBE >= o->next;
     return o;
 }
 
@@ -153,7 +157,10 @@ static int per_for(double secs)
 static void decide(gcoll_comm_t comm, gcoll_select_online_t *o)
 {
     double mine[NCAND], all[NCAND];
-    for (int i = 0; i < o->n; i++) mine[i] = median(o->t[i], SAMPLES);
+    for (int i = 0; i < o->n; i++) {   /* the mean: a loop's time per call */
+        mine[i] = 0;
+        for (int j = 0; j < SAMPLES; j++) mine[i] += o->t[i][j] / SAMPLES;
+    }
     o->tries++;
     if (!agree_max(comm, mine, all, o->n)) {
         gcoll_warn("select: agreeing on the tried algorithms' costs failed; keeping %s",
@@ -193,7 +200,8 @@ static int steady_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
         if (!agree_max(comm, &mine, &t, 1)) t = 0;
     }
     o->per = per_for(t);
-    o->trying = 0, o->pass = 0, o->k = 0;
+    o->trying = 0, o->k = 0;
+    o->pass = o->tries ? 0 : -1;   /* the first try: a pass to warm every candidate first */
     memset(o->t, 0, sizeof(o->t));
     return 1;
 }
@@ -201,7 +209,7 @@ static int steady_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
 /* Trying: add the call to its sample; returns whether the candidate changed. */
 static int trying_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
 {
-    if (o->k >= TRY_WARM)
+    if (o->pass >= 0 && o->k >= TRY_WARM)
         o->t[o->trying][o->pass * TRY_TIMED + (o->k - TRY_WARM) / o->per] += secs / o->per;
     if (++o->k < TRY_WARM + TRY_TIMED * o->per) return 0;
     o->k = 0;

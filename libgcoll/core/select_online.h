@@ -4,7 +4,7 @@
  * GCOLL_CALIB_RIVAL_WITHIN of the winner).  Then, per communicator,
  * collective and power-of-two size class, the job's own blocking calls
  * time the row's algorithm and its rivals in turn, the ranks agree on the
- * costs (the largest of the ranks' medians: one PMPI_Allreduce per try),
+ * costs (the largest of the ranks' mean times: one PMPI_Allreduce per try),
  * and the fastest runs until the next try.  Intel MPI's autotuner
  * (I_MPI_TUNING_MODE=auto) does the same with the MPI's algorithms.
  *
