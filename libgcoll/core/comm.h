@@ -58,9 +58,10 @@ struct gcoll_comm {
      * from the cache): a request's kept schedule is reused only for the
      * same call under the same epoch (coll.c). */
     uint32_t              select_epoch;
-    /* Per collective, the states of the rivals tried as the job runs, one
-     * per size class (core/select_online.h), allocated when first needed. */
-    struct gcoll_select_online *online[GCOLL_COLL_COUNT];
+    /* The rivals tried as the job runs (core/select_online.h): the states,
+     * and per collective a bit per size class that has one. */
+    struct gcoll_select_online *online;
+    uint64_t              online_classes[GCOLL_COLL_COUNT];
     /* The last blocking call per collective that passed validation, and the
      * bytes it moves: a loop of identical calls is not validated again. */
     struct {

@@ -185,7 +185,7 @@ gcoll_status_t gcoll_select_use_cache(gcoll_comm_t comm, const char *cache_src,
     GCOLL_TRY(table_intern(part, &t));
     comm->tune = t;
     comm->select_epoch++;
-    gcoll_select_online_free(comm);   /* its rows belong to the old table */
+    gcoll_select_online_reset(comm);   /* its rows belong to the old table */
     memset(comm->logged, 0, sizeof(comm->logged));
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     return GCOLL_SUCCESS;
@@ -229,6 +229,7 @@ gcoll_status_t gcoll_select_init(gcoll_comm_t comm)
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) comm->last_select[c].bytes = SIZE_MAX;
     gcoll_status_t st = parse_forced(comm, comm->cfg.algo);
     if (st == GCOLL_SUCCESS) st = gcoll_select_table(&comm->cfg, NULL, NULL, &comm->tune);
+    if (st == GCOLL_SUCCESS) st = gcoll_select_online_init(comm);
     return gcoll_agree(comm->mpi_comm, st,
                        "gcoll_comm_create: the selection table (GCOLL_TUNE_FILE, GCOLL_TUNE or "
                        "GCOLL_ALGO)");

@@ -43,11 +43,11 @@
 #include "core/select_online.h"
 
 #define SIZE_CLASSES  64
+#define SLOTS         GCOLL_SELECT_ONLINE_SLOTS
 #define FIRST_TRY     8
 #define TRY_PASSES    2      /* over the candidates: a drift in the machine's speed */
 #define TRY_WARM      1      /* per candidate and pass */
 #define TRY_TIMED     4      /* samples per candidate and pass */
-#define SAMPLES       (TRY_PASSES * TRY_TIMED)
 #define SAMPLE_SECS   20e-6  /* a sample's calls add up to about this ... */
 #define PER_MAX       16     /* ... in at most this many calls */
 #define PROBE         4      /* calls timed before the first try, for per */
@@ -57,7 +57,8 @@
 #define NCAND         (1 + GCOLL_TUNE_RIVALS)
 
 struct gcoll_select_online {
-    const gcoll_tune_row_t *row;     /* NULL: no state */
+    const gcoll_tune_row_t *row;     /* NULL: a free slot */
+    int                     coll, cls;
     const gcoll_algo_t     *cand[NCAND];
     int                     n, cur;
     int                     trying;  /* the candidate being timed, -1 between tries */
@@ -66,7 +67,7 @@ struct gcoll_select_online {
     int                     per;     /* calls per sample, the same on every rank */
     uint64_t                calls, next, gap;
     double                  probe[PROBE];
-    double                  t[NCAND][SAMPLES];   /* samples: mean s per call */
+    double                  secs[NCAND];   /* this try's timed calls, summed */
     double                  cost[NCAND];   /* agreed at the last try */
     int                     tries, switches;
 };
@@ -79,9 +80,15 @@ static int size_class(size_t bytes)
     return k < SIZE_CLASSES ? k : SIZE_CLASSES - 1;
 }
 
-static gcoll_select_online_t *state_of(gcoll_comm_t comm, gcoll_coll_t coll, size_t bytes)
+/* The class's state, or NULL: one bit test where it has none (every call
+ * of a collective without rivals). */
+static gcoll_select_online_t *state_of(gcoll_comm_t comm, gcoll_coll_t coll, int cls)
 {
-    return comm->online[coll] ? &comm->online[coll][size_class(bytes)] : NULL;
+    if (!(comm->online_classes[coll] >> cls & 1)) return NULL;
+    for (int i = 0; i < SLOTS; i++)
+        if (comm->online[i].row && comm->online[i].coll == (int)coll && comm->online[i].cls == cls)
+            return &comm->online[i];
+    return NULL;
 }
 
 /* The decisions of coll may change: kept schedules and the last decision
@@ -92,10 +99,11 @@ static void invalidate(gcoll_comm_t comm, gcoll_coll_t coll)
     comm->last_select[coll].bytes = SIZE_MAX;
 }
 
-static void state_init(gcoll_select_online_t *o, const gcoll_tune_row_t *row)
+static void state_init(gcoll_select_online_t *o, const gcoll_tune_row_t *row, int cls)
 {
     memset(o, 0, sizeof(*o));
     o->row = row;
+    o->coll = row->coll, o->cls = cls;
     o->cand[o->n++] = row->algo;
     for (int i = 0; i < row->nrivals; i++) o->cand[o->n++] = row->rival[i];
     o->trying = -1;
@@ -103,15 +111,49 @@ static void state_init(gcoll_select_online_t *o, const gcoll_tune_row_t *row)
     o->gap = GAP_FIRST;
 }
 
+/* A free slot for (coll, cls), or NULL when all are taken: every rank
+ * meets the same classes in the same order, so all run out alike, and the
+ * classes met later keep their row's algorithm. */
+static gcoll_select_online_t *state_new(gcoll_comm_t comm, const gcoll_tune_row_t *row, int cls)
+{
+    for (int i = 0; i < SLOTS; i++)
+        if (!comm->online[i].row) {
+            state_init(&comm->online[i], row, cls);
+            comm->online_classes[row->coll] |= (uint64_t)1 << cls;
+            return &comm->online[i];
+        }
+    return NULL;
+}
+
+gcoll_status_t gcoll_select_online_init(gcoll_comm_t comm)
+{
+    memset(comm->online_classes, 0, sizeof(comm->online_classes));
+    comm->online = gcoll_calloc(SLOTS, sizeof(gcoll_select_online_t));
+    return comm->online ? GCOLL_SUCCESS
+                        : GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate the selection's "
+                                      "tried rivals");
+}
+
+void gcoll_select_online_reset(gcoll_comm_t comm)
+{
+    memset(comm->online_classes, 0, sizeof(comm->online_classes));
+    if (comm->online) memset(comm->online, 0, SLOTS * sizeof(gcoll_select_online_t));
+}
+
+void gcoll_select_online_free(gcoll_comm_t comm)
+{
+    free(comm->online);
+    comm->online = NULL;
+    memset(comm->online_classes, 0, sizeof(comm->online_classes));
+}
+
 const gcoll_algo_t *gcoll_select_online_algo(gcoll_comm_t comm, const gcoll_tune_row_t *row,
                                              gcoll_coll_t coll, size_t bytes)
 {
-    if (!comm->cfg.try_rivals || !row->nrivals) return row->algo;
-    if (!comm->online[coll] &&
-        !(comm->online[coll] = gcoll_calloc(SIZE_CLASSES, sizeof(gcoll_select_online_t))))
-        return row->algo;   /* no memory for it: the row's algorithm, as without try= */
-    gcoll_select_online_t *o = state_of(comm, coll, bytes);
-    if (!o->row) state_init(o, row);
+    if (!comm->cfg.try_rivals || !row->nrivals || !comm->online) return row->algo;
+    int cls = size_class(bytes);
+    gcoll_select_online_t *o = state_of(comm, coll, cls);
+    if (!o && !(o = state_new(comm, row, cls))) return row->algo;
     if (o->row != row) return row->algo;   /* another row shares the class: not tried */
     return o->cand[o->trying >= 0 ? o->trying : o->cur];
 }
@@ -119,9 +161,10 @@ const gcoll_algo_t *gcoll_select_online_algo(gcoll_comm_t comm, const gcoll_tune
 gcoll_select_online_t *gcoll_select_online_of(gcoll_comm_t comm, gcoll_coll_t coll, size_t bytes,
                                               int *timed)
 {
-    gcoll_select_online_t *o = state_of(comm, coll, bytes);
     *timed = 0;
-    if (!o || !o->row || comm->forced[coll]) return NULL;
+    if (!comm->online_classes[coll] || comm->forced[coll]) return NULL;
+    gcoll_select_online_t *o = state_of(comm, coll, size_class(bytes));
+    if (!o) return NULL;
     *timed = o->trying >= 0 ? o->pass >= 0 && o->k >= TRY_WARM
                             : !o->tries && o->calls + PROBE >= o->next;
     return o;
@@ -157,10 +200,8 @@ static int per_for(double secs)
 static void decide(gcoll_comm_t comm, gcoll_select_online_t *o)
 {
     double mine[NCAND], all[NCAND];
-    for (int i = 0; i < o->n; i++) {   /* the mean: a loop's time per call */
-        mine[i] = 0;
-        for (int j = 0; j < SAMPLES; j++) mine[i] += o->t[i][j] / SAMPLES;
-    }
+    for (int i = 0; i < o->n; i++)   /* the mean: a loop's time per call */
+        mine[i] = o->secs[i] / (TRY_PASSES * TRY_TIMED * o->per);
     o->tries++;
     if (!agree_max(comm, mine, all, o->n)) {
         gcoll_warn("select: agreeing on the tried algorithms' costs failed; keeping %s",
@@ -202,15 +243,14 @@ static int steady_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
     o->per = per_for(t);
     o->trying = 0, o->k = 0;
     o->pass = o->tries ? 0 : -1;   /* the first try: a pass to warm every candidate first */
-    memset(o->t, 0, sizeof(o->t));
+    memset(o->secs, 0, sizeof(o->secs));
     return 1;
 }
 
 /* Trying: add the call to its sample; returns whether the candidate changed. */
 static int trying_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
 {
-    if (o->pass >= 0 && o->k >= TRY_WARM)
-        o->t[o->trying][o->pass * TRY_TIMED + (o->k - TRY_WARM) / o->per] += secs / o->per;
+    if (o->pass >= 0 && o->k >= TRY_WARM) o->secs[o->trying] += secs;
     if (++o->k < TRY_WARM + TRY_TIMED * o->per) return 0;
     o->k = 0;
     if (++o->trying == o->n && ++o->pass < TRY_PASSES) o->trying = 0;
@@ -232,19 +272,11 @@ void gcoll_select_online_step(gcoll_comm_t comm, gcoll_select_online_t *o, doubl
     gcoll_engine_unlock();
 }
 
-void gcoll_select_online_free(gcoll_comm_t comm)
-{
-    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
-        free(comm->online[c]);
-        comm->online[c] = NULL;
-    }
-}
-
 gcoll_status_t gcoll_select_online_report(gcoll_comm_t comm, gcoll_coll_t coll, size_t bytes,
                                           gcoll_select_online_report_t *out)
 {
-    const gcoll_select_online_t *o = state_of(comm, coll, bytes);
-    if (!o || !o->row)
+    const gcoll_select_online_t *o = state_of(comm, coll, size_class(bytes));
+    if (!o)
         return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "%s of %zu bytes: no rivals tried",
                            gcoll_coll_name(coll), bytes);
     memset(out, 0, sizeof(*out));

@@ -34,9 +34,23 @@
 
 typedef struct gcoll_select_online gcoll_select_online_t;
 
+/* States per communicator, one per (collective, size class) met with
+ * rivals, in a fixed array allocated when the communicator is made: a
+ * rank that failed to allocate one later would run the row's algorithm
+ * while the others tried, and hang them.  Classes met after all are taken
+ * keep their row's algorithm (on every rank alike). */
+#define GCOLL_SELECT_ONLINE_SLOTS 16
+
+/* At gcoll_comm_create (its outcome agreed there), and when a new table is
+ * put in force (reset: every state forgotten); free at destroy. */
+gcoll_status_t gcoll_select_online_init(gcoll_comm_t comm);
+void gcoll_select_online_reset(gcoll_comm_t comm);
+void gcoll_select_online_free(gcoll_comm_t comm);
+
 /* The algorithm that a call of `bytes` matching row (which names rivals)
- * runs now: the candidate being tried, else the current choice.  Creates
- * the size class's state on first use; the row's algorithm where it cannot. */
+ * runs now: the candidate being tried, else the current choice.  Takes a
+ * slot for the size class on first use; the row's algorithm where none is
+ * left. */
 const gcoll_algo_t *gcoll_select_online_algo(gcoll_comm_t comm, const gcoll_tune_row_t *row,
                                              gcoll_coll_t coll, size_t bytes);
 
@@ -51,9 +65,6 @@ gcoll_select_online_t *gcoll_select_online_of(gcoll_comm_t comm, gcoll_coll_t co
  * move the schedule on; the end of a try agrees on the costs (collective:
  * every rank gets here at the same call).  Outside the engine's lock. */
 void gcoll_select_online_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs);
-
-/* Forget every state (a new table is in force, or the communicator goes). */
-void gcoll_select_online_free(gcoll_comm_t comm);
 
 /* For tests and gcoll_info: the class's candidates (n of them, the row's
  * algorithm first), the one in use between tries, the agreed cost of each

@@ -29,6 +29,7 @@
 #include "core/engine.h"
 #include "core/request_pool.h"
 #include "core/select.h"
+#include "core/select_online.h"
 #include "core/tune_cache.h"
 #include "core/tune_table.h"
 #include "base/config.h"
@@ -548,6 +549,7 @@ static void use_rows(gcoll_comm_t c, const char *path, const char *text)
         gcoll_warn("calibration cache entry %s not used: its rows did not reach this rank", path);
     gcoll_error_clear();
     c->tune = before;   /* every rank back to the table without cache rows */
+    gcoll_select_online_reset(c);
 }
 
 static void shape_of(gcoll_comm_t c, gcoll_tune_cache_shape_t *s)

@@ -15,7 +15,9 @@
  *   - the ranks agree on the costs and the choice (gcoll_select_online_report),
  *     the choice is the cheapest by the rule (or the row's algorithm within
  *     the margin), and every call after the try ran it;
- *   - with GCOLL_TRY=0 every call runs the row's algorithm and no state exists. */
+ *   - with GCOLL_TRY=0 every call runs the row's algorithm and no state exists;
+ *   - more size classes than slots: the first ones get a state, the rest
+ *     none, and every result is still MPI's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +187,40 @@ static void test_off(const uint64_t *forced, int n)
     gcoll_comm_destroy(c);
 }
 
+/* More classes than slots: the first GCOLL_SELECT_ONLINE_SLOTS classes met
+ * get a state, the later ones none (their row's algorithm, on every rank
+ * alike); every result still MPI's. */
+static void test_slots(void)
+{
+    enum { CLASSES = GCOLL_SELECT_ONLINE_SLOTS + 4 };
+    gcoll_comm_t c = make_comm(NULL, "1");
+    if (!c) return;
+    float *a = malloc(((size_t)1 << (CLASSES - 1)) * sizeof(float));
+    float *b = malloc(((size_t)1 << (CLASSES - 1)) * sizeof(float));
+    float *r = malloc(((size_t)1 << (CLASSES - 1)) * sizeof(float));
+    int with = 0, bad = 0;
+    for (int k = 0; k < CLASSES; k++) {   /* 4 B, 8 B, ..., 2 MiB: one class each */
+        size_t n = (size_t)1 << k;
+        for (size_t i = 0; i < n; i++) a[i] = (float)((i * 3 + (size_t)rank) % 17);
+        CHECK(gcoll_allreduce(a, b, n, GCOLL_FLOAT32, GCOLL_SUM, c) == GCOLL_SUCCESS,
+              "%zu floats: %s", n, gcoll_last_error());
+        MPI_Allreduce(a, r, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        bad += memcmp(b, r, n * sizeof(float)) != 0;
+        gcoll_select_online_report_t rep;
+        int has = gcoll_select_online_report(c, GCOLL_COLL_ALLREDUCE, n * sizeof(float), &rep) ==
+                  GCOLL_SUCCESS;
+        gcoll_error_clear();
+        CHECK(has == (k < GCOLL_SELECT_ONLINE_SLOTS), "the %dth class met (%zu floats) %s a "
+              "state; the first %d get one", k + 1, n, has ? "has" : "has no",
+              GCOLL_SELECT_ONLINE_SLOTS);
+        with += has;
+    }
+    CHECK(!bad, "%d classes: results differ from MPI_Allreduce", bad);
+    if (rank == 0) printf("%d classes met, %d with a state\n", CLASSES, with);
+    free(a), free(b), free(r);
+    gcoll_comm_destroy(c);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -209,6 +245,7 @@ int main(int argc, char **argv)
         test_tries(forced, n);
         if (k == 0) test_off(forced, n);
     }
+    test_slots();
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("test_select_online (%d ranks): %d failures\n", size, all);
