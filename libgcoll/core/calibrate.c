@@ -467,8 +467,7 @@ gcoll_status_t gcoll_calib_measure(gcoll_calib_t *c, gcoll_calib_sweep_t *w, int
 
 /* ---- winners -------------------------------------------------------------------- */
 
-/* A libgcoll algorithm timed at size s: a candidate for w->best. */
-/* A libgcoll algorithm timed at size s that may win it. */
+/* A libgcoll algorithm timed at size s that may win it (w->best). */
 static int timed_lib(const gcoll_calib_sweep_t *w, int s, int a)
 {
     return w->t[s][a] >= 0 && !is_mpi(w, a) && !(w->rival_only >> a & 1);
@@ -727,18 +726,16 @@ static size_t crossover(const gcoll_calib_sweep_t *w, int s, int n, int a, int b
 
 /* ---- rows ------------------------------------------------------------------------ */
 
-static void write_row_with(FILE *f, const gcoll_tune_row_t *r);
-
-static void write_row(FILE *f, gcoll_coll_t coll, int nodes_lo, int nodes_hi, int ppn,
-                      size_t lo, size_t hi, const gcoll_algo_t *algo)
+/* A row of this sweep's key (host memory, nodes_lo..nodes_hi, ppn). */
+static gcoll_tune_row_t sweep_row(gcoll_coll_t coll, int nodes_lo, int nodes_hi, int ppn,
+                                  size_t lo, size_t hi, const gcoll_algo_t *algo)
 {
-    gcoll_tune_row_t r = { .coll = coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
-                           .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
-                           .bytes_lo = lo, .bytes_hi = hi, .algo = algo };
-    write_row_with(f, &r);
+    return (gcoll_tune_row_t){ .coll = coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
+                               .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
+                               .bytes_lo = lo, .bytes_hi = hi, .algo = algo };
 }
 
-static void write_row_with(FILE *f, const gcoll_tune_row_t *r)
+static void write_row(FILE *f, const gcoll_tune_row_t *r)
 {
     char line[512];
     gcoll_tune_format_row(line, sizeof line, r);
@@ -763,9 +760,16 @@ static void write_mpi_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, 
         size_t lo = prev < 0 ? 0 : crossover(w, prev, s, w->best[prev], m);
         size_t hi = next >= w->nsizes ? GCOLL_TUNE_INF_SIZE
                                       : crossover(w, end, next, m, w->best[next]);
-        write_row(f, w->coll, nodes_lo, nodes_hi, ppn, lo, hi, &gcoll_tune_mpi);
+        gcoll_tune_row_t r = sweep_row(w->coll, nodes_lo, nodes_hi, ppn, lo, hi, &gcoll_tune_mpi);
+        write_row(f, &r);
         s = next - 1;
     }
+}
+
+/* How close to a winner a rival is (w->rival_within, else the default). */
+static double rival_within(const gcoll_calib_sweep_t *w)
+{
+    return w->rival_within > 0 ? w->rival_within : GCOLL_CALIB_RIVAL_WITHIN;
 }
 
 /* Whether size s has rivals: its winner's call is in the range where they
@@ -774,8 +778,7 @@ static void write_mpi_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo, 
 static int has_rivals(const gcoll_calib_sweep_t *w, int s)
 {
     int win = w->best[s];
-    double t = w->t[s][win],
-           within = w->rival_within > 0 ? w->rival_within : GCOLL_CALIB_RIVAL_WITHIN;
+    double t = w->t[s][win], within = rival_within(w);
     if (t < GCOLL_CALIB_RIVAL_MIN_SECS || t > GCOLL_CALIB_RIVAL_MAX_SECS) return 0;
     for (int a = 0; a < w->nalgos; a++)
         if (a != win && !is_mpi(w, a) && w->t[s][a] >= 0 && w->t[s][a] <= within * t) return 1;
@@ -789,8 +792,7 @@ static int has_rivals(const gcoll_calib_sweep_t *w, int s)
  * maximum). */
 static void row_rivals(const gcoll_calib_sweep_t *w, int first, int last, gcoll_tune_row_t *r)
 {
-    double close[GCOLL_CALIB_MAX_ALGOS],
-           within = w->rival_within > 0 ? w->rival_within : GCOLL_CALIB_RIVAL_WITHIN;
+    double close[GCOLL_CALIB_MAX_ALGOS], within = rival_within(w);
     int win = w->best[last];
     for (int a = 0; a < w->nalgos; a++) {
         close[a] = 0;
@@ -827,11 +829,10 @@ void gcoll_calib_write_rows(FILE *f, const gcoll_calib_sweep_t *w, int nodes_lo,
         size_t hi = last ? GCOLL_TUNE_INF_SIZE
                   : same ? w->sizes[next] : crossover(w, s, next, w->best[s], w->best[next]);
         if (w->coll == GCOLL_COLL_BARRIER) lo = 0, hi = GCOLL_TUNE_INF_SIZE;
-        gcoll_tune_row_t r = { .coll = w->coll, .mem = GCOLL_MEM_HOST, .nodes_lo = nodes_lo,
-                               .nodes_hi = nodes_hi, .ppn_lo = ppn, .ppn_hi = ppn,
-                               .bytes_lo = lo, .bytes_hi = hi, .algo = w->algos[w->best[s]] };
+        gcoll_tune_row_t r = sweep_row(w->coll, nodes_lo, nodes_hi, ppn, lo, hi,
+                                       w->algos[w->best[s]]);
         if (tried) row_rivals(w, first, s, &r);
-        write_row_with(f, &r);
+        write_row(f, &r);
         lo = hi;
         first = -1;
         if (last) break;

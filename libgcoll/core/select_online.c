@@ -23,7 +23,7 @@
  * single calls put hier at 4.25 us against hier_leader's 3.97 early in a
  * launch that timed them at 2.05 and 2.97 over its whole length (4 ranks
  * as 2 nodes on 2 CPUs, 8 B).  `per` must be the same on every rank: the
- * first try takes it from the agreed median of the PROBE calls before it,
+ * first try takes it from the agreed mean of the PROBE calls before it,
  * later ones from the current choice's agreed cost.
  *
  * Tries come at call FIRST_TRY, then GAP_FIRST x per calls later, the gap
@@ -66,7 +66,7 @@ struct gcoll_select_online {
     int                     k;       /* the candidate's calls so far in this pass */
     int                     per;     /* calls per sample, the same on every rank */
     uint64_t                calls, next, gap;
-    double                  probe[PROBE];
+    double                  probe;   /* the PROBE calls before the first try, summed */
     double                  secs[NCAND];   /* this try's timed calls, summed */
     double                  cost[NCAND];   /* agreed at the last try */
     int                     tries, switches;
@@ -170,18 +170,6 @@ gcoll_select_online_t *gcoll_select_online_of(gcoll_comm_t comm, gcoll_coll_t co
     return o;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* in[0..n) -> out: the largest over the ranks (collective); 0 on failure. */
 static int agree_max(gcoll_comm_t comm, const double *in, double *out, int n)
 {
@@ -233,11 +221,11 @@ static void decide(gcoll_comm_t comm, gcoll_select_online_t *o)
 static int steady_step(gcoll_comm_t comm, gcoll_select_online_t *o, double secs)
 {
     o->calls++;
-    if (!o->tries && o->calls + PROBE > o->next) o->probe[o->calls + PROBE - o->next - 1] = secs;
+    if (!o->tries && o->calls + PROBE > o->next) o->probe += secs;
     if (o->calls < o->next) return 0;
     double t = o->cost[o->cur];
     if (!o->tries) {
-        double mine = median(o->probe, PROBE);
+        double mine = o->probe / PROBE;
         if (!agree_max(comm, &mine, &t, 1)) t = 0;
     }
     o->per = per_for(t);

@@ -365,7 +365,6 @@ static void coll_list(char *buf, size_t len)
                               gcoll_coll_name(calib_colls[i]));
 }
 
-/* Rank 0's file text: what, when, where, the medians, the rows. */
 /* Where a node's ranks share CPUs and are not bound, the kernel places
  * them, and some algorithms run far apart from one launch to the next by
  * where it put them (4 ranks as 2 nodes on 2 CPUs, 64 KiB allreduce:
@@ -385,6 +384,7 @@ static int unplaced(const gcoll_tune_cache_shape_t *s)
     return s->oversubscribed && !s->bound;
 }
 
+/* Rank 0's file text: what, when, where, the medians, the rows. */
 static char *entry_text(const gcoll_tune_cache_shape_t *s, const char *key,
                         gcoll_calib_sweep_t *const *w, double secs, int blocks,
                         const int *disturbed)
