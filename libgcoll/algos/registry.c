@@ -32,10 +32,12 @@ extern const gcoll_algo_t gcoll_algo_allreduce_hier;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier_leader;
 extern const gcoll_algo_t gcoll_algo_allreduce_hier_p2p;
 extern const gcoll_algo_t gcoll_algo_bcast_shm;
+extern const gcoll_algo_t gcoll_algo_bcast_shm_cma;
 extern const gcoll_algo_t gcoll_algo_bcast_hier;
 extern const gcoll_algo_t gcoll_algo_reduce_shm;
 extern const gcoll_algo_t gcoll_algo_reduce_hier;
 extern const gcoll_algo_t gcoll_algo_allgather_shm;
+extern const gcoll_algo_t gcoll_algo_allgather_shm_cma;
 extern const gcoll_algo_t gcoll_algo_allgather_hier;
 extern const gcoll_algo_t gcoll_algo_reduce_scatter_shm;
 extern const gcoll_algo_t gcoll_algo_reduce_scatter_hier;
@@ -65,10 +67,12 @@ const gcoll_algo_t *const gcoll_algos[] = {
     &gcoll_algo_allreduce_hier,
     &gcoll_algo_allreduce_hier_leader,
     &gcoll_algo_bcast_shm,
+    &gcoll_algo_bcast_shm_cma,
     &gcoll_algo_bcast_hier,
     &gcoll_algo_reduce_shm,
     &gcoll_algo_reduce_hier,
     &gcoll_algo_allgather_shm,
+    &gcoll_algo_allgather_shm_cma,
     &gcoll_algo_allgather_hier,
     &gcoll_algo_reduce_scatter_shm,
     &gcoll_algo_reduce_scatter_hier,

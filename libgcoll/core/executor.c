@@ -167,6 +167,13 @@ static void count_node(struct gcoll_comm *c, const gcoll_step_t *st)
     }
 }
 
+/* The segment's form flags of a NODE step (the same on every rank). */
+static unsigned shm_flags(const gcoll_step_t *st)
+{
+    return (st->flags & GCOLL_STEP_SLICED ? GCOLL_SHM_SLICED : 0) |
+           (st->flags & GCOLL_STEP_SINGLE ? GCOLL_SHM_SINGLE : 0);
+}
+
 /* A NODE step, resumable: *fin = 1 when it has finished on this rank. */
 static gcoll_status_t node_step(struct gcoll_request *r, const gcoll_step_t *st, int *fin,
                                 int *advanced)
@@ -181,7 +188,7 @@ static gcoll_status_t node_step(struct gcoll_request *r, const gcoll_step_t *st,
         size_t count = st->node_coll == GCOLL_COLL_BCAST ? st->bytes : st->bytes / s->dt_size;
         GCOLL_TRY(gcoll_shm_op_start(c->shm, &x->shm_op, st->node_coll, at(r->bufs, st->src),
                                      at(r->bufs, st->dst), count, s->dtype, s->op, st->peer,
-                                     st->flags & GCOLL_STEP_SLICED ? GCOLL_SHM_SLICED : 0));
+                                     shm_flags(st)));
         count_node(c, st);
         x->in_node = 1;
         *advanced = 1;

@@ -84,10 +84,12 @@ typedef enum {
 /* A NODE allreduce in slices at every size (shm.h GCOLL_SHM_SLICED): the
  * same data, another form; the simulator treats it as any NODE allreduce. */
 #define GCOLL_STEP_SLICED 0x2u
+/* A NODE allgather or bcast by single copy (shm.h GCOLL_SHM_SINGLE). */
+#define GCOLL_STEP_SINGLE 0x4u
 typedef struct {
     uint8_t      type;     /* gcoll_step_type_t */
     uint8_t      node_coll;/* NODE: gcoll_coll_t */
-    uint8_t      flags;    /* GCOLL_STEP_EARLY, GCOLL_STEP_SLICED */
+    uint8_t      flags;    /* GCOLL_STEP_EARLY, _SLICED, _SINGLE */
     int          peer;     /* SEND/RECV: rank in the communicator; AVG: divisor;
                               NODE: root's local rank */
     size_t       bytes;

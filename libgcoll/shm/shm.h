@@ -115,6 +115,15 @@ typedef struct gcoll_shm_op {
  * algorithm (shm_sliced) that the calibration times beside shm. */
 #define GCOLL_SHM_SLICED 0x1u
 
+/* An allgather or bcast by single copy (shm_cma.c): every rank reads the
+ * peers' blocks (the root's buffer) straight into its result, one kernel
+ * copy where the segment's forms copy twice.  Whether that is faster
+ * depends on the machine's kernel copy against its cache-to-cache copies
+ * (docs/design.md "Single copy by CMA"), so it is a separate algorithm
+ * (shm_cma) that the calibration times beside shm.  Without CMA on the
+ * node (gcoll_shm_cma_calls stays put) the op copies through the segment. */
+#define GCOLL_SHM_SINGLE 0x2u
+
 /* The write way of what the peers read: through the cache, or streamed
  * (shm_coll.c, "Writing the reduced slice"; GCOLL_SHM_STREAM).  Copies
  * this large choose it per call (one-step allreduces, allgather,
@@ -127,7 +136,7 @@ typedef struct gcoll_shm_op {
 /* coll: GCOLL_COLL_ALLREDUCE, REDUCE_SCATTER, ALLGATHER (dtype's size is the
  * element size), BCAST (count is bytes), REDUCE, BARRIER (algos/algo.h).
  * Arguments as for the blocking calls; errors identical on every rank.
- * flags: GCOLL_SHM_SLICED or 0, the same on every rank. */
+ * flags: GCOLL_SHM_SLICED, GCOLL_SHM_SINGLE or 0, the same on every rank. */
 gcoll_status_t gcoll_shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll, const void *src,
                                   void *dst, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
                                   int root, unsigned flags);

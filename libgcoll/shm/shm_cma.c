@@ -42,6 +42,7 @@
 #include "shm/shm_cma.h"
 #include "shm/shm_int.h"
 #include "algos/peers.h"
+#include "base/coll_kind.h"
 
 #define CMA_PIECE   (1u << 20)   /* bytes of each slice per work phase */
 #define CMA_ADDR_AT 8            /* the address's place in the inline line */
@@ -215,6 +216,35 @@ static int cma_reduce_range(gcoll_shm_t *shm, const gcoll_shm_op_t *o, size_t s,
     return 1;
 }
 
+/* Bytes [s, s + n) of rank j's published buffer into mine at `to`. */
+static int cma_read(const struct gcoll_shm_cma *c, int j, unsigned char *to, size_t s, size_t n)
+{
+    return cma_move(c->pid[j], 0, to + s, c->addr[j] + s, n);
+}
+
+/* Phase i's piece of an allgather (every peer's block, starting with the
+ * next rank's, so that the P readers of a block do not all start on the
+ * same one) or a bcast (the root's buffer): bytes [i MiB, (i + 1) MiB). */
+static void cma_read_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
+{
+    const struct gcoll_shm_cma *c = shm->cma;
+    int me = shm->rank, P = shm->size;
+    size_t s = i * (size_t)CMA_PIECE;
+    if (o->coll == GCOLL_COLL_BCAST) {
+        if (me != o->root && o->bytes > s &&
+            !cma_read(c, o->root, o->dst, s, min_sz(CMA_PIECE, o->bytes - s)))
+            o->failed = 1;
+        return;
+    }
+    for (int k = 1; k < P && !o->failed; k++) {
+        int j = (me + k) % P;
+        size_t len = gcoll_block_len(o->count, P, j) * o->dts;
+        if (len > s && !cma_read(c, j, o->dst + gcoll_block_off(o->count, P, j) * o->dts, s,
+                                 min_sz(CMA_PIECE, len - s)))
+            o->failed = 1;
+    }
+}
+
 /* Phase i's part of my slice of a reduce: bytes [i MiB, (i + 1) MiB) of it. */
 static void cma_reduce_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
 {
@@ -225,11 +255,31 @@ static void cma_reduce_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
         o->failed = 1;
 }
 
+/* Phase 0 of a reduce: my input, and the root's result buffer; of an
+ * allgather: my block's source (not its copy in my result: the peers'
+ * reads would pull those lines into their caches, and my next call's copy
+ * would pay to take them back); of a bcast: the root's buffer. */
+static void cma_publish_op(gcoll_shm_t *shm, const gcoll_shm_op_t *o)
+{
+    int root = shm->rank == o->root;
+    switch (o->coll) {
+    case GCOLL_COLL_BCAST:
+        if (root) cma_publish(shm, o->dst, CMA_ADDR_AT);
+        break;
+    case GCOLL_COLL_ALLGATHER:
+        cma_publish(shm, o->src, CMA_ADDR_AT);
+        break;
+    default:
+        cma_publish(shm, o->src, CMA_ADDR_AT);
+        if (root) cma_publish(shm, o->dst, CMA_DST_AT);
+        break;
+    }
+}
+
 void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
 {
-    if (o->t == 0) {   /* my input; the root's result buffer */
-        cma_publish(shm, o->src, CMA_ADDR_AT);
-        if (shm->rank == o->root) cma_publish(shm, o->dst, CMA_DST_AT);
+    if (o->t == 0) {
+        cma_publish_op(shm, o);
         return;
     }
     if (o->t == o->last) {
@@ -237,5 +287,6 @@ void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o)
         return;
     }
     if (o->t == 1) cma_gather_addrs(shm, o);
-    cma_reduce_piece(shm, o, o->t - 1);
+    if (o->coll == GCOLL_COLL_REDUCE) cma_reduce_piece(shm, o, o->t - 1);
+    else cma_read_piece(shm, o, o->t - 1);
 }

@@ -606,7 +606,7 @@ enum {
     SHM_FORM_RS,
     SHM_FORM_AG,
     SHM_FORM_BCAST,
-    SHM_FORM_CMA,        /* reduce, single copy (shm_cma.c) */
+    SHM_FORM_CMA,        /* reduce, allgather, bcast: single copy (shm_cma.c) */
     SHM_FORM_BARRIER,
     SHM_FORM_RING,       /* small bcast / reduce through the ring (shm_ring.c) */
     SHM_FORM_ZC          /* zero-copy negotiation, then its forms (shm_zcopy.c) */
@@ -761,7 +761,8 @@ static void shm_ag_own(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 /* Whether this allgather copies its own block after its first signal. */
 static int shm_ag_own_late(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
 {
-    return o->bytes / (size_t)shm->size >= SHM_AG_OWN_LATE;
+    int single = o->form == SHM_FORM_CMA || (o->form == SHM_FORM_ZC && o->zc_form == SHM_FORM_CMA);
+    return single || o->bytes / (size_t)shm->size >= SHM_AG_OWN_LATE;
 }
 
 static void shm_after_first_signal(const gcoll_shm_t *shm, const gcoll_shm_op_t *o)
@@ -925,7 +926,17 @@ static gcoll_status_t shm_start_rs(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+/* An allgather's or bcast's single copy (GCOLL_SHM_SINGLE), where the node
+ * has CMA: work phases enough for the largest block, then the last step. */
+static int shm_start_single(gcoll_shm_t *shm, gcoll_shm_op_t *o, unsigned flags, size_t maxlen)
+{
+    if (!(flags & GCOLL_SHM_SINGLE) || !shm->cma) return 0;
+    o->form = SHM_FORM_CMA;
+    o->last = gcoll_shm_cma_pieces(maxlen) + 1;
+    return 1;
+}
+
+static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o, unsigned flags)
 {
     GCOLL_TRY(shm_check(shm, "gcoll_shm_allgather"));
     if (!o->count) return GCOLL_SUCCESS;
@@ -938,6 +949,7 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     size_t maxlen = gcoll_block_len(o->count, size, 0) * o->dts;
     o->bytes = o->count * o->dts;
     o->nt    = o->bytes >= GCOLL_SHM_NT_MIN;   /* the result bypasses the caches */
+    if (size > 1 && shm_start_single(shm, o, flags, maxlen)) return GCOLL_SUCCESS;   /* own late */
     if (!shm_ag_own_late(shm, o)) shm_ag_own(shm, o);
     o->sub  = shm->area;
     o->n    = ceil_div(maxlen, o->sub);
@@ -949,13 +961,13 @@ static gcoll_status_t shm_start_ag(gcoll_shm_t *shm, gcoll_shm_op_t *o)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o)
+static gcoll_status_t shm_start_bcast(gcoll_shm_t *shm, gcoll_shm_op_t *o, unsigned flags)
 {
     GCOLL_TRY(shm_check(shm, "gcoll_shm_bcast"));
     GCOLL_TRY(shm_check_root(shm, "gcoll_shm_bcast", o->root));
     if (!o->bytes) return GCOLL_SUCCESS;
     if (!o->dst) return GCOLL_ERROR(GCOLL_ERR_INVALID_ARG, "gcoll_shm_bcast: NULL buffer");
-    if (shm->size == 1) return GCOLL_SUCCESS;
+    if (shm->size == 1 || shm_start_single(shm, o, flags, o->bytes)) return GCOLL_SUCCESS;
     if (o->bytes <= GCOLL_SHM_RING_SLOT) {
         o->form = SHM_FORM_RING;
         gcoll_shm_ring_start(shm, o);
@@ -1003,11 +1015,11 @@ static gcoll_status_t shm_op_start(gcoll_shm_t *shm, gcoll_shm_op_t *o, int coll
         return shm_start_rs(shm, o);
     case GCOLL_COLL_ALLGATHER:
         o->dts = (unsigned)dtype < GCOLL_DTYPE_COUNT ? gcoll_dtype_size(dtype) : 0;
-        return shm_start_ag(shm, o);
+        return shm_start_ag(shm, o, flags);
     case GCOLL_COLL_BCAST:
         o->bytes = count;
         o->src   = dst;
-        return shm_start_bcast(shm, o);
+        return shm_start_bcast(shm, o, flags);
     case GCOLL_COLL_BARRIER:
         GCOLL_TRY(shm_check(shm, "gcoll_shm_barrier"));
         o->form = SHM_FORM_BARRIER;
@@ -1085,7 +1097,7 @@ gcoll_status_t gcoll_shm_allgather(gcoll_shm_t *shm, const void *src, void *dst,
     o.dst   = dst;
     o.count = count;
     o.dts   = dt_size;
-    GCOLL_TRY(shm_start_ag(shm, &o));
+    GCOLL_TRY(shm_start_ag(shm, &o, 0));
     return shm_finish(shm, &o);
 }
 

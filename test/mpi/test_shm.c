@@ -1218,10 +1218,81 @@ static void reduce_forms_auto(unsigned *seed)
     cfg.shm_cma = saved;
 }
 
+/* Whether this rank's single-copy calls grew by want since before. */
+static void expect_single(const char *what, uint64_t before, int want)
+{
+    uint64_t got = gcoll_shm_cma_calls(shm) - before;
+    if (got != (uint64_t)want)
+        FAIL("%s: %llu single-copy calls, want %d", what, (unsigned long long)got, want);
+}
+
+/* An allgather of n float32 with GCOLL_SHM_SINGLE (shm_cma): every peer's
+ * block read straight into dst, against MPI's; one single copy on every
+ * rank where the node has CMA (on), none where it copies instead. */
+static void single_copy_allgather(size_t n, int inplace, int on, unsigned seed)
+{
+    char what[160];
+    size_t off = gcoll_block_off(n, size, rank) * 4, len = gcoll_block_len(n, size, rank) * 4;
+    snprintf(what, sizeof(what), "single-copy allgather of %zu float32%s", n, inplace ? " in place" : "");
+    unsigned char *dst = xmalloc(n * 4), *mpi = xmalloc(n * 4), *src = inplace ? dst + off : xmalloc(len);
+    for (size_t i = 0; i < len; i++) src[i] = byte_of(off + i, seed);
+    int rc[size], displ[size];
+    for (int j = 0; j < size; j++) {
+        rc[j] = (int)(gcoll_block_len(n, size, j) * 4);
+        displ[j] = (int)(gcoll_block_off(n, size, j) * 4);
+    }
+    MPI_Allgatherv(src, (int)len, MPI_BYTE, mpi, rc, displ, MPI_BYTE, MPI_COMM_WORLD);
+    uint64_t before = gcoll_shm_cma_calls(shm);
+    gcoll_shm_op_t o;
+    gcoll_status_t st = op_run(&o, GCOLL_COLL_ALLGATHER, src, dst, n, GCOLL_FLOAT32, GCOLL_SUM, 0,
+                               GCOLL_SHM_SINGLE);
+    if (st) FAIL("%s: %s", what, gcoll_last_error());
+    expect_same(what, dst, mpi, n * 4);
+    expect_single(what, before, size > 1 && on);
+    if (!inplace) free(src);
+    free(mpi);
+    free(dst);
+}
+
+/* A bcast of `bytes` from root with GCOLL_SHM_SINGLE: every rank reads the
+ * root's buffer, against MPI's. */
+static void single_copy_bcast(size_t bytes, int root, int on, unsigned seed)
+{
+    char what[160];
+    snprintf(what, sizeof(what), "single-copy bcast of %zu B from %d", bytes, root);
+    unsigned char *buf = xmalloc(bytes), *mpi = xmalloc(bytes);
+    for (size_t i = 0; i < bytes; i++) buf[i] = mpi[i] = rank == root ? byte_of(i, seed) : 0;
+    MPI_Bcast(mpi, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    uint64_t before = gcoll_shm_cma_calls(shm);
+    gcoll_shm_op_t o;
+    gcoll_status_t st = op_run(&o, GCOLL_COLL_BCAST, NULL, buf, bytes, GCOLL_UINT8, GCOLL_SUM, root,
+                               GCOLL_SHM_SINGLE);
+    if (st) FAIL("%s: %s", what, gcoll_last_error());
+    expect_same(what, buf, mpi, bytes);
+    expect_single(what, before, size > 1 && on);
+    free(mpi);
+    free(buf);
+}
+
+/* shm_cma's forms: sizes of one element (fewer than the ranks), a prime,
+ * and blocks past one phase's 1 MiB, not divisible by the ranks. */
+static void single_copy_forms(int on, unsigned *seed)
+{
+    static const size_t elems[] = { 1, 4099 };
+    for (size_t c = 0; c <= NELEMS(elems); c++)
+        for (int ip = 0; ip < 2; ip++)
+            single_copy_allgather(c < NELEMS(elems) ? elems[c] : (1u << 18) * (size_t)size + 5, ip,
+                                  on, (*seed)++);
+    static const size_t bytes[] = { 1, 4099, (1u << 21) + 3 };
+    for (size_t c = 0; c < NELEMS(bytes); c++)
+        for (int root = 0; root < size; root++) single_copy_bcast(bytes[c], root, on, (*seed)++);
+}
+
 /* The single copy (shm_cma.c) on the main segment: with GCOLL_SHM_CMA=on
  * every reduce whose slices reach GCOLL_SHM_CMA_REDUCE_SLICE takes it
  * (with auto, see reduce_forms_auto), no allgather or bcast
- * does; the results match MPI's either way.  run_shm.sh sets
+ * does unless its flags ask for it (shm_cma, single_copy_forms); the
+ * results match MPI's either way.  run_shm.sh sets
  * GCOLL_TEST_EXPECT_CMA=1 where the ranks may read each other's memory
  * (no Yama restriction), so a probe that wrongly says no fails here. */
 static void run_single_copy(void)
@@ -1239,6 +1310,7 @@ static void run_single_copy(void)
     if (gcoll_shm_cma_calls(shm) != before)
         FAIL("allgathers and bcasts ran %llu single copies (they copy through the segment)",
              (unsigned long long)(gcoll_shm_cma_calls(shm) - before));
+    single_copy_forms(on, &seed);
     int saved = cfg.shm_cma;
     cfg.shm_cma = GCOLL_SHM_CMA_ON;
     single_copy_reduces(on, &seed);
