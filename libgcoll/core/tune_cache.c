@@ -44,8 +44,9 @@
  * 7: page-aligned buffers, the candidates in a new order each round (base/shuffle.h),
  * bcast rows from BCAST_MIN, write ways timed in three rounds of 1 MiB;
  * 8: 5 ms blocks, no two-level candidates on one node, no write way for a
- * candidate that does not touch the segment; 9: rows name their close rivals (try=) */
-#define CALIB_FORMAT 9
+ * candidate that does not touch the segment; 9: rows name their close rivals (try=);
+ * 10: allgather's and bcast's single copy (shm_cma) among the candidates */
+#define CALIB_FORMAT 10
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while

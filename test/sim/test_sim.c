@@ -264,6 +264,8 @@ static struct {
 } expected_declines[] = {
     { GCOLL_COLL_COUNT, "shm", SHAPE_SEVERAL_NODES, "serves one node only", 0 },
     { GCOLL_COLL_ALLREDUCE, "shm_sliced", SHAPE_SEVERAL_NODES, "serves one node only", 0 },
+    { GCOLL_COLL_ALLGATHER, "shm_cma", SHAPE_SEVERAL_NODES, "serves one node only", 0 },
+    { GCOLL_COLL_BCAST, "shm_cma", SHAPE_SEVERAL_NODES, "serves one node only", 0 },
     { GCOLL_COLL_ALLGATHER, "hier", SHAPE_NOT_REGULAR,
       "needs nodes of equal size holding consecutive ranks", 0 },
     { GCOLL_COLL_REDUCE_SCATTER, "hier", SHAPE_NOT_REGULAR,
