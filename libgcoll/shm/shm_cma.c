@@ -1,5 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Single-copy reduce by CMA (shm_cma.h).
+/* Single-copy reduce, allgather and bcast by CMA (shm_cma.h).
+ *
+ * An allgather (a bcast: the root publishes its buffer, the others read):
+ *
+ *   phase 0      every rank publishes the address of its block's source
+ *                (the root its buffer) in its flag's inline line; an
+ *                allgather copies its own block into its result after it
+ *                has signalled this step, while the peers read
+ *   phase 1..W   rank j reads the peers' addresses (phase 1), then piece
+ *                t - 1 (4 MiB) of every peer's block (the root's buffer)
+ *                straight into its result: one process_vm_readv each
+ *   last (W+1)   as below
  *
  * A reduce splits the vector into P slices (the blocks of an allgather)
  * and rank j reduces slice j, W pieces of 1 MiB of the largest slice:
@@ -44,7 +55,13 @@
 #include "algos/peers.h"
 #include "base/coll_kind.h"
 
-#define CMA_PIECE   (1u << 20)   /* bytes of each slice per work phase */
+#define CMA_PIECE   (1u << 20)   /* a reduce's bytes of each slice per work phase */
+/* An allgather's or bcast's bytes of each block per work phase: 1 MiB ran
+ * 5-8% slower at 2-32 MiB blocks (2 ranks, 3 alternated launches: 8 MiB
+ * 1.50 ms against 1.39 with 4 MiB and 1.38 with 32; Open MPI 5 1.38); a
+ * piece is one process_vm_readv of about 0.4 ms then, which a progress
+ * call (SHM_PHASES_PER_CALL of them) holds the engine for. */
+#define CMA_READ_PIECE (4u << 20)
 #define CMA_ADDR_AT 8            /* the address's place in the inline line */
 #define CMA_DST_AT  16           /* a reduce root's result buffer */
 #define CMA_RED_PIECE (128u << 10) /* a reduce's bytes per read and fold (in L2) */
@@ -139,7 +156,13 @@ int gcoll_shm_cma_takes(const gcoll_shm_t *shm, size_t bytes)
     return shm->cma && bytes / (size_t)shm->size >= GCOLL_SHM_CMA_REDUCE_SLICE;
 }
 
-size_t gcoll_shm_cma_pieces(size_t block) { return block ? (block + CMA_PIECE - 1) / CMA_PIECE : 1; }
+static size_t cma_piece(int coll) { return coll == GCOLL_COLL_REDUCE ? CMA_PIECE : CMA_READ_PIECE; }
+
+size_t gcoll_shm_cma_pieces(int coll, size_t block)
+{
+    size_t piece = cma_piece(coll);
+    return block ? (block + piece - 1) / piece : 1;
+}
 
 uint64_t gcoll_shm_cma_calls(const gcoll_shm_t *shm) { return shm && shm->cma ? shm->cma->calls : 0; }
 
@@ -224,15 +247,15 @@ static int cma_read(const struct gcoll_shm_cma *c, int j, unsigned char *to, siz
 
 /* Phase i's piece of an allgather (every peer's block, starting with the
  * next rank's, so that the P readers of a block do not all start on the
- * same one) or a bcast (the root's buffer): bytes [i MiB, (i + 1) MiB). */
+ * same one) or a bcast (the root's buffer): bytes [i, i + 1) x 4 MiB. */
 static void cma_read_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
 {
     const struct gcoll_shm_cma *c = shm->cma;
     int me = shm->rank, P = shm->size;
-    size_t s = i * (size_t)CMA_PIECE;
+    size_t s = i * (size_t)CMA_READ_PIECE;
     if (o->coll == GCOLL_COLL_BCAST) {
         if (me != o->root && o->bytes > s &&
-            !cma_read(c, o->root, o->dst, s, min_sz(CMA_PIECE, o->bytes - s)))
+            !cma_read(c, o->root, o->dst, s, min_sz(CMA_READ_PIECE, o->bytes - s)))
             o->failed = 1;
         return;
     }
@@ -240,7 +263,7 @@ static void cma_read_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
         int j = (me + k) % P;
         size_t len = gcoll_block_len(o->count, P, j) * o->dts;
         if (len > s && !cma_read(c, j, o->dst + gcoll_block_off(o->count, P, j) * o->dts, s,
-                                 min_sz(CMA_PIECE, len - s)))
+                                 min_sz(CMA_READ_PIECE, len - s)))
             o->failed = 1;
     }
 }

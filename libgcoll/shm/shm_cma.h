@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Single-copy reduce through Cross Memory Attach (process_vm_readv): every
- * rank reads its slice of the peers' inputs straight out of their buffers,
- * reduces it and writes it into the root's result, where the copying
- * pipeline copies every input into the segment and the reduced slices out
- * of it again.  For any buffer, unlike the zero-copy form, which needs
- * gcoll_mem_alloc memory and goes first where every rank has it
- * (shm_zcopy.h).
+/* Single copy through Cross Memory Attach (process_vm_readv).  A reduce:
+ * every rank reads its slice of the peers' inputs straight out of their
+ * buffers, reduces it and writes it into the root's result, where the
+ * copying pipeline copies every input into the segment and the reduced
+ * slices out of it again.  An allgather or bcast with GCOLL_SHM_SINGLE
+ * (the shm_cma algorithm): every rank reads the peers' blocks (the root's
+ * buffer) straight into its result.  For any buffer, unlike the zero-copy
+ * form, which needs gcoll_mem_alloc memory and goes first where every rank
+ * has it (shm_zcopy.h).
  *
- * Allgathers and bcasts took it too until 2026-12-06: once the segment's
- * ops moved through window places (shm_coll.c), their copying forms beat it
- * on the Zen 4 guest in both of its states, while the copying reduce lost
- * 3.7x to it in the slow one (docs/design.md, "Single copy by CMA"). */
+ * Allgathers and bcasts took it by default until 2026-12-06: once the
+ * segment's ops moved through window places (shm_coll.c), their copying
+ * forms beat it on the Zen 4 guest in both of its states; on the Intel
+ * Xeon guest of 2026-12-07 it beat them and Open MPI's at 8 KiB-8 MiB
+ * blocks, so since then it is an algorithm of its own that the
+ * calibration times (docs/design.md, "Single copy by CMA"). */
 #ifndef GCOLL_SHM_CMA_H
 #define GCOLL_SHM_CMA_H
 
@@ -35,9 +39,9 @@ void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
 int gcoll_shm_cma_takes(const gcoll_shm_t *shm, size_t bytes);
 
 /* The phases of SHM_FORM_CMA (shm_coll.c runs them); pieces: how many work
- * phases the largest slice needs.  A read that fails marks the op failed
+ * phases collective coll's largest slice (block) needs.  A read that fails marks the op failed
  * (o->failed), after which it still takes every step. */
-size_t gcoll_shm_cma_pieces(size_t block);
+size_t gcoll_shm_cma_pieces(int coll, size_t block);
 void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
 
 /* Reduces that ran the single copy on this segment since its creation. */

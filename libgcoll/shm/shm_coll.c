@@ -875,7 +875,8 @@ static gcoll_status_t shm_start_reduce(gcoll_shm_t *shm, gcoll_shm_op_t *o, cons
     int large_reduce = o->coll == GCOLL_COLL_REDUCE && gcoll_shm_cma_takes(shm, o->bytes);
     if (large_reduce && shm_reduce_takes_cma(shm, o)) {
         o->form = SHM_FORM_CMA;   /* every rank reduces its slice of the peers' inputs */
-        o->last = gcoll_shm_cma_pieces(gcoll_block_len(o->count, shm->size, 0) * o->dts) + 1;
+        size_t slice = gcoll_block_len(o->count, shm->size, 0) * o->dts;   /* a largest */
+        o->last = gcoll_shm_cma_pieces(o->coll, slice) + 1;
         return GCOLL_SUCCESS;
     }
     if (!large_reduce && o->bytes <= shm_small_max(shm) && !(flags & GCOLL_SHM_SLICED)) {
@@ -932,7 +933,7 @@ static int shm_start_single(gcoll_shm_t *shm, gcoll_shm_op_t *o, unsigned flags,
 {
     if (!(flags & GCOLL_SHM_SINGLE) || !shm->cma) return 0;
     o->form = SHM_FORM_CMA;
-    o->last = gcoll_shm_cma_pieces(maxlen) + 1;
+    o->last = gcoll_shm_cma_pieces(o->coll, maxlen) + 1;
     return 1;
 }
 

@@ -1275,15 +1275,15 @@ static void single_copy_bcast(size_t bytes, int root, int on, unsigned seed)
 }
 
 /* shm_cma's forms: sizes of one element (fewer than the ranks), a prime,
- * and blocks past one phase's 1 MiB, not divisible by the ranks. */
+ * and blocks past one phase's 4 MiB, not divisible by the ranks. */
 static void single_copy_forms(int on, unsigned *seed)
 {
     static const size_t elems[] = { 1, 4099 };
     for (size_t c = 0; c <= NELEMS(elems); c++)
         for (int ip = 0; ip < 2; ip++)
-            single_copy_allgather(c < NELEMS(elems) ? elems[c] : (1u << 18) * (size_t)size + 5, ip,
+            single_copy_allgather(c < NELEMS(elems) ? elems[c] : (1u << 20) * (size_t)size + 5, ip,
                                   on, (*seed)++);
-    static const size_t bytes[] = { 1, 4099, (1u << 21) + 3 };
+    static const size_t bytes[] = { 1, 4099, (4u << 20) + 3 };
     for (size_t c = 0; c < NELEMS(bytes); c++)
         for (int root = 0; root < size; root++) single_copy_bcast(bytes[c], root, on, (*seed)++);
 }
