@@ -45,7 +45,8 @@
  * bcast rows from BCAST_MIN, write ways timed in three rounds of 1 MiB;
  * 8: 5 ms blocks, no two-level candidates on one node, no write way for a
  * candidate that does not touch the segment; 9: rows name their close rivals (try=);
- * 10: allgather's and bcast's single copy (shm_cma) among the candidates */
+ * 10: allgather's and bcast's single copy (shm_cma) among the candidates, bcast
+ * measured up to 16 MiB */
 #define CALIB_FORMAT 10
 
 /* What is measured: allreduce (the collective that matters most to the
@@ -77,7 +78,7 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
 #define NSIZES     ((int)(sizeof(calib_sizes) / sizeof(calib_sizes[0])))
 #define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size, allgather's result */
 #define BCAST_MIN  (16u << 10)   /* bcast's smallest size measured, where its rows start */
-#define BCAST_MAX  (4u << 20)    /* ... and its largest */
+#define BCAST_MAX  (16u << 20)   /* ... and its largest */
 
 /* The sizes coll measures on P ranks, into sizes[NSIZES + 1]: calib_sizes,
  * for bcast from BCAST_MIN to BCAST_MAX, for allgather those whose result
