@@ -1148,6 +1148,40 @@ static void test_sim_errors(void)
     sim_expect("partially overlapping reduce", hand_run(&h), GCOLL_ERR_INTERNAL, "overlapping");
 }
 
+/* The one-node algorithms are one NODE step each, carrying the segment's
+ * form flag that makes them what their name says (shm_sliced: the sliced
+ * pipeline, shm_cma: the single copy); a lost flag would run shm's form
+ * under their name, with the same results, so only this sees it. */
+static void test_node_flags(void)
+{
+    static const struct { gcoll_coll_t coll; const char *name; unsigned flags; } want[] = {
+        { GCOLL_COLL_ALLREDUCE, "shm", 0 },
+        { GCOLL_COLL_ALLREDUCE, "shm_sliced", GCOLL_STEP_SLICED },
+        { GCOLL_COLL_BCAST, "shm", 0 },
+        { GCOLL_COLL_BCAST, "shm_cma", GCOLL_STEP_SINGLE },
+        { GCOLL_COLL_ALLGATHER, "shm", 0 },
+        { GCOLL_COLL_ALLGATHER, "shm_cma", GCOLL_STEP_SINGLE },
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char what[96];
+        snprintf(what, sizeof(what), "%s %s: one NODE step with flags %u",
+                 gcoll_coll_name(want[i].coll), want[i].name, want[i].flags);
+        const gcoll_algo_t *algo = gcoll_algo_find(want[i].coll, want[i].name);
+        gcoll_coll_args_t a = { .coll = want[i].coll, .count = 64, .dt_size = 4,
+                                .src = gcoll_bref(GCOLL_BUF_SEND, 0),
+                                .dst = gcoll_bref(GCOLL_BUF_RECV, 0),
+                                .flags = GCOLL_ARGS_NODE_STEPS };
+        gcoll_group_t g = { 2, 0, NULL, NULL };
+        gcoll_sched_t s;
+        gcoll_sched_init(&s);
+        int ok = algo && gcoll_algo_build(algo, &a, &g, GCOLL_FLOAT32, GCOLL_SUM, &s) == 0 &&
+                 s.nsteps == 1 && gcoll_step_is_node(&s.steps[0]) &&
+                 s.steps[0].flags == want[i].flags;
+        gcoll_sched_fini(&s);
+        sim_check(what, ok);
+    }
+}
+
 /* Two messages from one peer match that peer's receives in order. */
 static void test_sim_order(void)
 {
@@ -1474,6 +1508,7 @@ int main(int argc, char **argv)
     test_sim_scale();
     test_checker();
     test_early_checker();
+    test_node_flags();
     printf("simulator and checker self-tests: %ld failures\n", n_fail);
 
     for (const gcoll_algo_t *const *a = gcoll_algos; *a; a++) {

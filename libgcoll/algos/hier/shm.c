@@ -5,8 +5,10 @@
  * hierarchical algorithms (which use the same NODE steps for their intra-node
  * phases) apply.
  *
- * Cost: the shared-memory kernels' own (see shm/shm.c): about one cache-line
- * handshake (alpha_shm) plus the bytes through L3 and memory once. */
+ * Cost: the shared-memory kernels' own (see shm/shm_coll.c): about one
+ * cache-line handshake (alpha_shm) plus the bytes through L3 and memory
+ * once; shm_cma: two handshakes and one kernel copy of the peers' bytes
+ * (shm/shm_cma.c). */
 #include "algos/hier/hier.h"
 #include "base/status.h"
 
@@ -21,107 +23,53 @@ static gcoll_status_t one_node(const gcoll_coll_args_t *a, const gcoll_group_t *
     return GCOLL_SUCCESS;
 }
 
-static size_t all_bytes(const gcoll_coll_args_t *a, const gcoll_group_t *g)
-{
-    return a->count * a->dt_size * (size_t)g->size;
-}
-
-/* The NODE step's last flags (GCOLL_STEP_SLICED, _SINGLE), if it was added. */
-static void mark_node(gcoll_sched_t *s, uint8_t flags)
-{
-    if (s->status == GCOLL_SUCCESS && s->nsteps) s->steps[s->nsteps - 1].flags |= flags;
-}
-
-/* One NODE allreduce step with step flags (GCOLL_STEP_SLICED: shm_sliced). */
-static gcoll_status_t node_allreduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                     gcoll_sched_t *s, const char *name, uint8_t flags)
+/* The whole collective as one NODE step, marked with the segment's form
+ * flags (GCOLL_STEP_SLICED, GCOLL_STEP_SINGLE) where it has one: a bcast
+ * works in place on dst from the root, a reduce gathers at the root, an
+ * allgather's and a reduce_scatter's step counts the whole buffer (P
+ * blocks). */
+static gcoll_status_t node_coll(const gcoll_coll_args_t *a, const gcoll_group_t *g,
+                                gcoll_sched_t *s, gcoll_coll_t coll, const char *name,
+                                uint8_t flags)
 {
     GCOLL_TRY(one_node(a, g, name));
-    gcoll_sched_node(s, GCOLL_COLL_ALLREDUCE, a->dst, a->src, a->count * a->dt_size, 0);
-    mark_node(s, flags);
+    size_t bytes = a->count * a->dt_size;
+    gcoll_bref_t src = a->src;
+    int root = 0;
+    switch (coll) {
+    case GCOLL_COLL_BCAST:          src = a->dst; root = a->root; break;
+    case GCOLL_COLL_REDUCE:         root = a->root; break;
+    case GCOLL_COLL_ALLGATHER:
+    case GCOLL_COLL_REDUCE_SCATTER: bytes *= (size_t)g->size; break;
+    case GCOLL_COLL_BARRIER:        bytes = 1; break;
+    default:                        break;
+    }
+    gcoll_sched_node(s, coll, a->dst, src, bytes, root);
+    if (flags && s->status == GCOLL_SUCCESS && s->nsteps) s->steps[s->nsteps - 1].flags |= flags;
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t build_allreduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                      gcoll_sched_t *s)
-{
-    return node_allreduce(a, g, s, "allreduce shm", 0);
-}
+/* One builder per algorithm: the collective, its name, its flags. */
+#define NODE_BUILDER(fn, coll, name, flags)                                                   \
+    static gcoll_status_t fn(const gcoll_coll_args_t *a, const gcoll_group_t *g,              \
+                             gcoll_sched_t *s)                                                \
+    {                                                                                         \
+        return node_coll(a, g, s, coll, name, flags);                                         \
+    }
 
-/* shm with the sliced form at every size (shm.h GCOLL_SHM_SLICED). */
-static gcoll_status_t build_allreduce_sliced(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                             gcoll_sched_t *s)
-{
-    return node_allreduce(a, g, s, "allreduce shm_sliced", GCOLL_STEP_SLICED);
-}
-
-static gcoll_status_t node_bcast(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                 gcoll_sched_t *s, const char *name, uint8_t flags)
-{
-    GCOLL_TRY(one_node(a, g, name));
-    gcoll_sched_node(s, GCOLL_COLL_BCAST, a->dst, a->dst, a->count * a->dt_size, a->root);
-    mark_node(s, flags);
-    return GCOLL_SUCCESS;
-}
-
-static gcoll_status_t build_bcast(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                  gcoll_sched_t *s)
-{
-    return node_bcast(a, g, s, "bcast shm", 0);
-}
-
-/* Every rank reads the root's buffer itself (shm.h GCOLL_SHM_SINGLE). */
-static gcoll_status_t build_bcast_cma(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                      gcoll_sched_t *s)
-{
-    return node_bcast(a, g, s, "bcast shm_cma", GCOLL_STEP_SINGLE);
-}
-
-static gcoll_status_t build_reduce(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                   gcoll_sched_t *s)
-{
-    GCOLL_TRY(one_node(a, g, "reduce shm"));
-    gcoll_sched_node(s, GCOLL_COLL_REDUCE, a->dst, a->src, a->count * a->dt_size, a->root);
-    return GCOLL_SUCCESS;
-}
-
-static gcoll_status_t node_allgather(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                     gcoll_sched_t *s, const char *name, uint8_t flags)
-{
-    GCOLL_TRY(one_node(a, g, name));
-    gcoll_sched_node(s, GCOLL_COLL_ALLGATHER, a->dst, a->src, all_bytes(a, g), 0);
-    mark_node(s, flags);
-    return GCOLL_SUCCESS;
-}
-
-static gcoll_status_t build_allgather(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                      gcoll_sched_t *s)
-{
-    return node_allgather(a, g, s, "allgather shm", 0);
-}
-
-/* Every rank reads the peers' blocks itself (shm.h GCOLL_SHM_SINGLE). */
-static gcoll_status_t build_allgather_cma(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                          gcoll_sched_t *s)
-{
-    return node_allgather(a, g, s, "allgather shm_cma", GCOLL_STEP_SINGLE);
-}
-
-static gcoll_status_t build_reduce_scatter(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                           gcoll_sched_t *s)
-{
-    GCOLL_TRY(one_node(a, g, "reduce_scatter shm"));
-    gcoll_sched_node(s, GCOLL_COLL_REDUCE_SCATTER, a->dst, a->src, all_bytes(a, g), 0);
-    return GCOLL_SUCCESS;
-}
-
-static gcoll_status_t build_barrier(const gcoll_coll_args_t *a, const gcoll_group_t *g,
-                                    gcoll_sched_t *s)
-{
-    GCOLL_TRY(one_node(a, g, "barrier shm"));
-    gcoll_sched_node(s, GCOLL_COLL_BARRIER, a->dst, a->src, 1, 0);
-    return GCOLL_SUCCESS;
-}
+NODE_BUILDER(build_allreduce, GCOLL_COLL_ALLREDUCE, "allreduce shm", 0)
+/* shm with the sliced form at every size (shm.h GCOLL_SHM_SLICED) */
+NODE_BUILDER(build_allreduce_sliced, GCOLL_COLL_ALLREDUCE, "allreduce shm_sliced",
+             GCOLL_STEP_SLICED)
+NODE_BUILDER(build_bcast, GCOLL_COLL_BCAST, "bcast shm", 0)
+/* every rank reads the root's buffer itself (shm.h GCOLL_SHM_SINGLE) */
+NODE_BUILDER(build_bcast_cma, GCOLL_COLL_BCAST, "bcast shm_cma", GCOLL_STEP_SINGLE)
+NODE_BUILDER(build_reduce, GCOLL_COLL_REDUCE, "reduce shm", 0)
+NODE_BUILDER(build_allgather, GCOLL_COLL_ALLGATHER, "allgather shm", 0)
+/* every rank reads the peers' blocks itself (shm.h GCOLL_SHM_SINGLE) */
+NODE_BUILDER(build_allgather_cma, GCOLL_COLL_ALLGATHER, "allgather shm_cma", GCOLL_STEP_SINGLE)
+NODE_BUILDER(build_reduce_scatter, GCOLL_COLL_REDUCE_SCATTER, "reduce_scatter shm", 0)
+NODE_BUILDER(build_barrier, GCOLL_COLL_BARRIER, "barrier shm", 0)
 
 const gcoll_algo_t gcoll_algo_allreduce_shm = {
     "shm", GCOLL_COLL_ALLREDUCE, "one node: slices reduced in parallel in a shared segment",
