@@ -3,7 +3,9 @@
 # Zero-copy buffers (gcoll_mem_alloc): test_mem at 1, 2, 3 and 4 ranks on
 # one node (every collective bit for bit against MPI's, and the path each
 # call took); at 2 and 3 ranks with one rank's GCOLL_ZCOPY=0 (the node must
-# then copy, consistently); at 4 ranks as 2 simulated nodes with the
+# then copy, consistently); the same at 3 and 2 ranks with the bcast and
+# allgather forced to shm_cma (GCOLL_TEST_SINGLE: a declined negotiation
+# hands those to the single copy); at 4 ranks as 2 simulated nodes with the
 # built-in selection (results only).  3 and 4 ranks oversubscribe a 2-core
 # machine on purpose.
 #
@@ -46,6 +48,8 @@ run() {
 for np in 1 2 3 4; do run "$np"; done
 run 2 GCOLL_TEST_ZCOPY_OFF=1
 run 3 GCOLL_TEST_ZCOPY_OFF=0
+run 3 GCOLL_TEST_SINGLE=1
+run 2 GCOLL_TEST_ZCOPY_OFF=1 GCOLL_TEST_SINGLE=1
 run 4 GCOLL_NODE_SIZE=2 -- hier
 echo "run_mem.sh: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -483,9 +483,13 @@ int main(int argc, char **argv)
     const char *off = getenv("GCOLL_TEST_ZCOPY_OFF");
     if (off && atoi(off) == rank) setenv("GCOLL_ZCOPY", "0", 1);
     zcopy_off = off != NULL && size > 1;
+    /* GCOLL_TEST_SINGLE: the bcast and allgather by single copy (shm_cma),
+     * whose zero-copy negotiation hands a declined call to that form */
+    const char *single = getenv("GCOLL_TEST_SINGLE");
     if (!hier_mode)
-        setenv("GCOLL_ALGO", "allreduce=shm,reduce=shm,bcast=shm,allgather=shm,reduce_scatter=shm",
-               1);
+        setenv("GCOLL_ALGO", single && atoi(single)
+                   ? "allreduce=shm,reduce=shm,bcast=shm_cma,allgather=shm_cma,reduce_scatter=shm"
+                   : "allreduce=shm,reduce=shm,bcast=shm,allgather=shm,reduce_scatter=shm", 1);
     size_t live0 = gcoll_mem_live();
     if (gcoll_comm_create(MPI_COMM_WORLD, &comm) != GCOLL_SUCCESS) {
         fprintf(stderr, "rank %d: gcoll_comm_create: %s\n", rank, gcoll_last_error());
