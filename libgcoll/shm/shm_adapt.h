@@ -11,8 +11,9 @@
  * caller times (from the class's second; below 64 KiB one in four once
  * it has beaten a try, gcoll_shm_adapt_timed) into a running mean; the
  * other way is tried on the 16th call of the class (the 4th from 16 MiB),
- * and then 32, 64, ... calls after, twice as far apart each time it loses, down to one try in 256 calls (below
- * 64 KiB, one in as many calls as carry 16 MiB); it wins where the mean of
+ * and then 32, 64, ... calls after, twice as far apart each time it
+ * loses, down to one try in 256 calls (below 64 KiB, one in as many calls
+ * as carry 16 MiB); it wins where the mean of
  * its timed calls is 10% faster.  A try lasts two calls from 64 KiB, more
  * below (about 64 KiB of payload, at most 9 calls), the first untimed.
  *

@@ -239,10 +239,12 @@ static int cma_reduce_range(gcoll_shm_t *shm, const gcoll_shm_op_t *o, size_t s,
     return 1;
 }
 
-/* Bytes [s, s + n) of rank j's published buffer into mine at `to`. */
-static int cma_read(const struct gcoll_shm_cma *c, int j, unsigned char *to, size_t s, size_t n)
+/* Piece [s, s + 4 MiB) of rank j's published block of len bytes into mine
+ * at `to` (nothing past its end); 0 if the read failed. */
+static int cma_read(const struct gcoll_shm_cma *c, int j, unsigned char *to, size_t len, size_t s)
 {
-    return cma_move(c->pid[j], 0, to + s, c->addr[j] + s, n);
+    return len <= s ||
+           cma_move(c->pid[j], 0, to + s, c->addr[j] + s, min_sz(CMA_READ_PIECE, len - s));
 }
 
 /* Phase i's piece of an allgather (every peer's block, starting with the
@@ -254,17 +256,13 @@ static void cma_read_piece(gcoll_shm_t *shm, gcoll_shm_op_t *o, size_t i)
     int me = shm->rank, P = shm->size;
     size_t s = i * (size_t)CMA_READ_PIECE;
     if (o->coll == GCOLL_COLL_BCAST) {
-        if (me != o->root && o->bytes > s &&
-            !cma_read(c, o->root, o->dst, s, min_sz(CMA_READ_PIECE, o->bytes - s)))
-            o->failed = 1;
+        if (me != o->root && !cma_read(c, o->root, o->dst, o->bytes, s)) o->failed = 1;
         return;
     }
     for (int k = 1; k < P && !o->failed; k++) {
         int j = (me + k) % P;
-        size_t len = gcoll_block_len(o->count, P, j) * o->dts;
-        if (len > s && !cma_read(c, j, o->dst + gcoll_block_off(o->count, P, j) * o->dts, s,
-                                 min_sz(CMA_READ_PIECE, len - s)))
-            o->failed = 1;
+        unsigned char *to = o->dst + gcoll_block_off(o->count, P, j) * o->dts;
+        if (!cma_read(c, j, to, gcoll_block_len(o->count, P, j) * o->dts, s)) o->failed = 1;
     }
 }
 

@@ -39,12 +39,13 @@ void gcoll_shm_cma_destroy(gcoll_shm_t *shm);
 int gcoll_shm_cma_takes(const gcoll_shm_t *shm, size_t bytes);
 
 /* The phases of SHM_FORM_CMA (shm_coll.c runs them); pieces: how many work
- * phases collective coll's largest slice (block) needs.  A read that fails marks the op failed
- * (o->failed), after which it still takes every step. */
+ * phases collective coll's largest slice (block) needs.  A read that fails
+ * marks the op failed (o->failed), after which it still takes every step. */
 size_t gcoll_shm_cma_pieces(int coll, size_t block);
 void gcoll_shm_cma_body(gcoll_shm_t *shm, gcoll_shm_op_t *o);
 
-/* Reduces that ran the single copy on this segment since its creation. */
+/* Reduces, allgathers and bcasts that ran the single copy on this segment
+ * since its creation. */
 uint64_t gcoll_shm_cma_calls(const gcoll_shm_t *shm);
 
 #endif
