@@ -15,7 +15,17 @@
  *     for the late completions peers may still need (UCX finishes a receive
  *     before the sender's side); it never spins idle.
  * A communicator whose transport is MPI without MPI_THREAD_MULTIPLE is
- * never touched by the thread (its requests are caller_only). */
+ * never touched by the thread (its requests are caller_only).
+ *
+ * Ownership of the engine (its list, every request and transport context):
+ * one mutex, taken only where a second thread may touch them.  Where that
+ * second thread is only the progress thread (one application thread calls
+ * at a time: MPI below MPI_THREAD_MULTIPLE), the lock is biased towards the
+ * caller: the caller flags itself in with plain stores and loads, the
+ * thread claims the engine with a process-wide barrier (membarrier(2),
+ * PRIVATE_EXPEDITED) and waits for the caller to leave.  A small blocking
+ * call then pays no locked instruction, which stalls until the segment's
+ * flag stores have left the store buffer (20% of an 8 B reduce's root). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <pthread.h>
@@ -26,8 +36,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/membarrier.h>
+#endif
 #include "base/clock.h"
 #include "core/comm.h"
 #include "base/config.h"
@@ -63,6 +77,10 @@ static struct {
     pthread_mutex_t  mutex;
     pthread_cond_t   cond;        /* the thread waits here while a caller waits */
     int              locking;     /* decided by the first communicator */
+    int              biased;      /* callers may skip the mutex (see the top) */
+    atomic_int       caller_in;   /* a caller owns the engine without the mutex */
+    atomic_int       thread_in;   /* the thread owns it, or is claiming it */
+    int              thread_in_cond; /* the thread waits on cond: signal under the mutex */
     int              mode_set;
     int              thread_mode; /* GCOLL_PROGRESS=thread in force */
     int              thread_on;
@@ -81,39 +99,115 @@ static struct {
 } eng = { .mutex = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .efd = -1,
           .epfd = -1, .last_done = -1e9 };
 
-/* Callers announce themselves, so the thread, which runs pass after pass
- * with the lock held, steps aside for a post or a test (a mutex is not fair:
- * unlocking and relocking at once would starve them). */
+/* Biased ownership (see the top).  The caller's side is a Dekker flag
+ * without a fence: its store to caller_in may still sit in the store
+ * buffer when it reads thread_in, and the thread's membarrier makes both
+ * visible.  Slow callers take the mutex, and announce themselves, so the
+ * thread, which runs pass after pass with the lock held, steps aside for a
+ * post or a test (a mutex is not fair: unlocking and relocking at once
+ * would starve them). */
 void gcoll_engine_lock(void)
 {
     if (!eng.locking) return;
+    if (eng.biased) {
+        atomic_store_explicit(&eng.caller_in, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (!atomic_load_explicit(&eng.thread_in, memory_order_acquire)) return;
+        atomic_store_explicit(&eng.caller_in, 0, memory_order_release);   /* the thread is in */
+    }
     atomic_fetch_add_explicit(&eng.contenders, 1, memory_order_relaxed);
     pthread_mutex_lock(&eng.mutex);
     atomic_fetch_sub_explicit(&eng.contenders, 1, memory_order_relaxed);
 }
 
+void gcoll_engine_unlock(void)
+{
+    if (!eng.locking) return;
+    if (atomic_load_explicit(&eng.caller_in, memory_order_relaxed))
+        atomic_store_explicit(&eng.caller_in, 0, memory_order_release);
+    else
+        pthread_mutex_unlock(&eng.mutex);
+}
+
+static int caller_biased_in(void)
+{
+    return atomic_load_explicit(&eng.caller_in, memory_order_relaxed);
+}
+
+static void membarrier_private(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+#endif
+}
+
+static int membarrier_private_ready(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* The thread's claim: flag itself in (callers now take the mutex), make
+ * the flag and any caller's seen, wait for a caller inside to leave, then
+ * the mutex.  The mutex comes last: a caller inside may need it to signal
+ * the condition variable. */
 static void thread_lock(void)
 {
+    if (eng.biased) {
+        atomic_store_explicit(&eng.thread_in, 1, memory_order_relaxed);
+        membarrier_private();
+        while (atomic_load_explicit(&eng.caller_in, memory_order_acquire)) sched_yield();
+    }
     pthread_mutex_lock(&eng.mutex);
 }
 
 static void thread_unlock(void)
 {
     pthread_mutex_unlock(&eng.mutex);
+    if (eng.biased) atomic_store_explicit(&eng.thread_in, 0, memory_order_release);
+}
+
+/* The thread waits while a caller drives.  Callers get in without the
+ * mutex meanwhile; one that signals takes the mutex for it, so the signal
+ * cannot fall between our last look at waiters and the wait. */
+static void thread_wait_callers(void)
+{
+    if (!eng.biased) {
+        pthread_cond_wait(&eng.cond, &eng.mutex);
+        return;
+    }
+    eng.thread_in_cond = 1;
+    atomic_store_explicit(&eng.thread_in, 0, memory_order_release);
+    pthread_cond_wait(&eng.cond, &eng.mutex);
+    pthread_mutex_unlock(&eng.mutex);
+    thread_lock();
+    eng.thread_in_cond = 0;
+}
+
+/* A caller wakes the thread from its condition variable. */
+static void signal_thread(void)
+{
+    if (caller_biased_in() && eng.thread_in_cond) {
+        pthread_mutex_lock(&eng.mutex);
+        pthread_cond_signal(&eng.cond);
+        pthread_mutex_unlock(&eng.mutex);
+    } else {
+        pthread_cond_signal(&eng.cond);
+    }
 }
 
 /* Between two passes of the thread: let a waiting caller in. */
 static void thread_step_aside(void)
 {
     if (!atomic_load_explicit(&eng.contenders, memory_order_relaxed)) return;
-    thread_unlock();
+    pthread_mutex_unlock(&eng.mutex);
     while (atomic_load_explicit(&eng.contenders, memory_order_relaxed)) sched_yield();
-    thread_lock();
-}
-
-void gcoll_engine_unlock(void)
-{
-    if (eng.locking) pthread_mutex_unlock(&eng.mutex);
+    pthread_mutex_lock(&eng.mutex);
 }
 
 const char *gcoll_engine_mode(void)
@@ -126,7 +220,7 @@ const char *gcoll_engine_mode(void)
 static void wake_thread(void)
 {
     if (!eng.thread_on) return;
-    pthread_cond_signal(&eng.cond);
+    signal_thread();
     if (eng.thread_idle) {
         uint64_t one = 1;
         if (write(eng.efd, &one, sizeof(one)) < 0) { /* counter saturated: it is awake */ }
@@ -266,7 +360,7 @@ gcoll_status_t gcoll_engine_wait(struct gcoll_request *r)
     }
     r->x.spin = 0;
     /* the thread stood aside while we waited: it takes over what is left */
-    if (--eng.waiters == 0 && eng.thread_on) pthread_cond_signal(&eng.cond);
+    if (--eng.waiters == 0 && eng.thread_on) signal_thread();
     return r->status;
 }
 
@@ -339,7 +433,7 @@ static void *engine_thread(void *arg)
     thread_lock();
     while (!eng.stop) {
         if (eng.waiters > 0) {   /* a caller drives: stay out of its way */
-            pthread_cond_wait(&eng.cond, &eng.mutex);
+            thread_wait_callers();
             continue;
         }
         if (!eng.nthread) {
@@ -420,6 +514,7 @@ static void choose_mode(const struct gcoll_comm *comm, int mpi_level)
         eng.thread_mode = 0;
     }
     eng.locking = eng.thread_mode || mpi_level >= MPI_THREAD_MULTIPLE;
+    eng.biased = eng.thread_mode && mpi_level < MPI_THREAD_MULTIPLE && membarrier_private_ready();
 }
 
 /* Communicators come and go in several threads at once: one at a time
@@ -448,7 +543,8 @@ gcoll_status_t gcoll_engine_comm_add(struct gcoll_comm *comm)
         gcoll_error_clear();
         comm->caller_only = 1;
     }
-    gcoll_info("progress: %s mode%s", gcoll_engine_mode(),
+    gcoll_info("progress: %s mode, %s%s", gcoll_engine_mode(),
+               !eng.locking ? "no lock" : eng.biased ? "caller-biased lock" : "mutex",
                comm->caller_only && eng.thread_on ? " (this communicator: caller only)" : "");
     return GCOLL_SUCCESS;
 }
@@ -483,7 +579,6 @@ void gcoll_engine_comm_remove(struct gcoll_comm *comm)
         eng.stop = 1;
         eng.thread_idle = 1;
         wake_thread();
-        pthread_cond_signal(&eng.cond);
     }
     gcoll_engine_unlock();
     if (stop) {

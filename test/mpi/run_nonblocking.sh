@@ -10,6 +10,8 @@
 #               4 ranks as 2 nodes, several launches
 #   direct      repeated small blocking calls: the direct path taken on one
 #               node at 2-4 ranks, and not by rank 0 across simulated nodes
+#   and many, background and direct again with one application thread
+#   (MPI_THREAD_SERIALIZED), where the engine's lock is caller-biased
 # One line per job; a failed job's output follows its FAIL line.  Exit 0 if
 # all passed, 1 if any failed, 77 without mpirun, 99 if the program is
 # missing.  Environment: MPIRUN, MPIRUN_FLAGS, GCOLL_TEST_TIMEOUT (s per job).
@@ -50,6 +52,8 @@ run_job() {
     t0=$(($(date +%s) - t0))
     # a forced algorithm that fell back would test something else: fail
     if [ "$rc" = 0 ] && grep -q "instead" "$out"; then rc=98; fi
+    # JOB_EXPECT: a line the job's log must have (the mode it claims to test)
+    if [ "$rc" = 0 ] && [ -n "${JOB_EXPECT:-}" ] && ! grep -q "$JOB_EXPECT" "$out"; then rc=97; fi
     if [ "$rc" = 0 ] && grep -q "checks, 0 failures" "$out"; then
         echo "PASS: $name np=$np $vars ($(grep 'checks' "$out" | tail -1), $t0 s)"
         grep -E "^(idle CPU|mismatched)" "$out" | sed 's/^/  | /'
@@ -58,6 +62,7 @@ run_job() {
         why="exit $rc"
         if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then why="timed out after $JOB_TIMEOUT s"; fi
         [ "$rc" = 98 ] && why="a forced algorithm fell back"
+        [ "$rc" = 97 ] && why="the log never said '$JOB_EXPECT'"
         echo "FAIL: $name np=$np $vars ($why, $t0 s)"
         head -n 60 "$out" | sed 's/^/  | /'
         failed=$((failed + 1))
@@ -91,6 +96,19 @@ for tl in $tls; do
     run_job background 2 "GCOLL_TRANSPORT=$tl GCOLL_PROGRESS=thread GCOLL_NODE_SIZE=0" background
     run_job background 2 "GCOLL_TRANSPORT=$tl GCOLL_PROGRESS=thread GCOLL_NODE_SIZE=1" background
 done
+
+# one application thread (MPI_THREAD_SERIALIZED) beside the progress thread:
+# the engine's lock is biased towards the caller (engine.c); the thread
+# claims it with a membarrier whenever it wakes
+if have_ucx; then
+    bias="GCOLL_TEST_MPI_THREAD=serialized GCOLL_TRANSPORT=ucx GCOLL_PROGRESS=thread GCOLL_DEBUG=INFO"
+    export JOB_EXPECT="caller-biased lock"
+    run_job many 2 "$bias GCOLL_NODE_SIZE=0" many
+    run_job many 3 "$bias GCOLL_NODE_SIZE=2" many
+    run_job background 2 "$bias GCOLL_NODE_SIZE=1" background
+    run_job direct 3 "$bias GCOLL_NODE_SIZE=0" direct 1
+    unset JOB_EXPECT
+fi
 
 # a receive that fails mid-collective: every rank errs, later calls work
 for tl in $tls; do

@@ -713,7 +713,11 @@ int main(int argc, char **argv)
 {
     int provided;
     const char *mode = argc > 1 ? argv[1] : "many";
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    /* GCOLL_TEST_MPI_THREAD=serialized: one application thread at a time,
+     * where the engine's lock is biased towards the caller (engine.c) */
+    const char *level = getenv("GCOLL_TEST_MPI_THREAD");
+    int want = level && !strcmp(level, "serialized") ? MPI_THREAD_SERIALIZED : MPI_THREAD_MULTIPLE;
+    MPI_Init_thread(&argc, &argv, want, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (!strcmp(mode, "many")) mode_many();
