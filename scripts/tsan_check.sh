@@ -24,17 +24,24 @@ make -j"${JOBS:-2}" >make.log 2>&1 &&
 export TSAN_OPTIONS="suppressions=$top/test/mpi/tsan.supp report_signal_unsafe=0 exitcode=66"
 export UCX_MEM_EVENTS=no   # UCX's memory hooks crash under TSan as threads exit
 status=0
+# judge LOG RC SUMMARY [MUST_SAY]: print the log's SUMMARY lines; fail on a
+# non-zero exit, any ThreadSanitizer report, or a log without MUST_SAY.
+judge() {
+    local log=$1 rc=$2 n
+    grep "$3" "$log"
+    n=$(grep -c "WARNING: ThreadSanitizer" "$log")
+    if [ "$rc" != 0 ] || [ "$n" != 0 ] || { [ -n "${4:-}" ] && ! grep -q "$4" "$log"; }; then
+        # shellcheck disable=SC2016  # the quotes are literal inside the double quotes
+        echo "FAIL: exit $rc, $n ThreadSanitizer report(s)${4:+, or the log never said '$4'}:"
+        grep -A20 "WARNING: ThreadSanitizer" "$log" | head -60
+        tail -5 "$log"
+        status=1
+    fi
+}
 for tl in mpi ucx; do
     echo "== GCOLL_TRANSPORT=$tl"
     GCOLL_TRANSPORT=$tl "$top/test/mpi/run_threads.sh" >"threads-$tl.log" 2>&1
-    rc=$?
-    grep "test_threads:" "threads-$tl.log"
-    n=$(grep -c "WARNING: ThreadSanitizer" "threads-$tl.log")
-    if [ "$rc" != 0 ] || [ "$n" != 0 ]; then
-        echo "FAIL: exit $rc, $n ThreadSanitizer report(s):"
-        grep -A20 "WARNING: ThreadSanitizer" "threads-$tl.log" | head -60
-        status=1
-    fi
+    judge "threads-$tl.log" $? "test_threads:"
 done
 # One application thread beside the progress thread: the caller-biased lock
 # (engine.c), whose two sides TSan sees through the flags' release stores and
@@ -46,15 +53,7 @@ if grep -q '^#define HAVE_UCX 1' gcoll_build.h 2>/dev/null; then
             timeout -k 10 600 "$top/test/launch.sh" -x GCOLL_TEST_MPI_THREAD -x GCOLL_TRANSPORT \
             -x GCOLL_PROGRESS -x GCOLL_DEBUG -x TSAN_OPTIONS -x UCX_MEM_EVENTS -np 2 \
             test/mpi/test_nonblocking $mode >"biased-$mode.log" 2>&1
-        rc=$?
-        grep "checks," "biased-$mode.log"
-        n=$(grep -c "WARNING: ThreadSanitizer" "biased-$mode.log")
-        if [ "$rc" != 0 ] || [ "$n" != 0 ] || ! grep -q "caller-biased lock" "biased-$mode.log"; then
-            echo "FAIL: exit $rc, $n ThreadSanitizer report(s), or the lock was not biased:"
-            grep -A20 "WARNING: ThreadSanitizer" "biased-$mode.log" | head -60
-            tail -5 "biased-$mode.log"
-            status=1
-        fi
+        judge "biased-$mode.log" $? "checks," "caller-biased lock"
     done
 fi
 [ $status = 0 ] && echo "== ThreadSanitizer: clean"

@@ -36,12 +36,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <linux/membarrier.h>
-#endif
 #include "base/clock.h"
 #include "core/comm.h"
 #include "base/config.h"
@@ -49,6 +45,7 @@
 #include "core/executor.h"
 #include "core/failure.h"
 #include "base/log.h"
+#include "base/membarrier.h"
 #include "base/status.h"
 
 /* Polls without progress before a waiter yields its core (an oversubscribed
@@ -120,36 +117,20 @@ void gcoll_engine_lock(void)
     atomic_fetch_sub_explicit(&eng.contenders, 1, memory_order_relaxed);
 }
 
-void gcoll_engine_unlock(void)
-{
-    if (!eng.locking) return;
-    if (atomic_load_explicit(&eng.caller_in, memory_order_relaxed))
-        atomic_store_explicit(&eng.caller_in, 0, memory_order_release);
-    else
-        pthread_mutex_unlock(&eng.mutex);
-}
-
+/* Whether the calling thread holds the engine biased (only the caller
+ * ever sets caller_in, so its own load sees its own store). */
 static int caller_biased_in(void)
 {
     return atomic_load_explicit(&eng.caller_in, memory_order_relaxed);
 }
 
-static void membarrier_private(void)
+void gcoll_engine_unlock(void)
 {
-#if defined(__linux__) && defined(SYS_membarrier)
-    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-#endif
-}
-
-static int membarrier_private_ready(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-#else
-    return 0;
-#endif
+    if (!eng.locking) return;
+    if (caller_biased_in())
+        atomic_store_explicit(&eng.caller_in, 0, memory_order_release);
+    else
+        pthread_mutex_unlock(&eng.mutex);
 }
 
 /* The thread's claim: flag itself in (callers now take the mutex), make
@@ -166,7 +147,7 @@ static void thread_lock(void)
 {
     if (eng.biased) {
         atomic_store_explicit(&eng.thread_in, 1, memory_order_relaxed);
-        membarrier_private();
+        gcoll_membarrier(GCOLL_MEMBARRIER_PRIVATE);
         while (atomic_load_explicit(&eng.caller_in, memory_order_acquire)) sched_yield();
     }
     pthread_mutex_lock(&eng.mutex);
@@ -520,7 +501,8 @@ static void choose_mode(const struct gcoll_comm *comm, int mpi_level)
         eng.thread_mode = 0;
     }
     eng.locking = eng.thread_mode || mpi_level >= MPI_THREAD_MULTIPLE;
-    eng.biased = eng.thread_mode && mpi_level < MPI_THREAD_MULTIPLE && membarrier_private_ready();
+    eng.biased = eng.thread_mode && mpi_level < MPI_THREAD_MULTIPLE &&
+                 gcoll_membarrier_ready(GCOLL_MEMBARRIER_PRIVATE);
 }
 
 /* Communicators come and go in several threads at once: one at a time

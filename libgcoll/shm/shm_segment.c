@@ -33,11 +33,11 @@
 #include <limits.h>
 #ifdef __linux__
 #include <linux/futex.h>
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #endif
 #include "base/clock.h"
 #include "base/alloc.h"
+#include "base/membarrier.h"
 #include "shm/shm_int.h"
 #include "shm/shm_cma.h"
 #include "shm/shm_zcopy.h"
@@ -350,35 +350,10 @@ void gcoll_shm_wake(gcoll_shm_line_t *line)
 #endif
 }
 
-/* Whether this process takes part in GLOBAL_EXPEDITED membarriers (its
- * CPUs then run a barrier when a sleeper asks): registered once, whichever
- * thread makes the first segment. */
-static int membarrier_registered;
-static void shm_membarrier_register(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    membarrier_registered =
-        cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
-#endif
-}
-
-static int shm_membarrier_ready(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, shm_membarrier_register);
-    return membarrier_registered;
-}
-
 void gcoll_shm_sleeper_fence(const gcoll_shm_t *shm)
 {
-#if defined(__linux__) && defined(SYS_membarrier)
     /* the light fence was agreed only where every rank registered */
-    if (shm->light_fence) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
-#else
-    (void)shm;
-#endif
+    if (shm->light_fence) gcoll_membarrier(GCOLL_MEMBARRIER_GLOBAL);
 }
 
 /* The light fence ("Waiting" in shm_int.h) where the node's ranks have a
@@ -386,7 +361,8 @@ void gcoll_shm_sleeper_fence(const gcoll_shm_t *shm)
  * signaller's fence must match its sleepers'. */
 static int shm_light_fence(const gcoll_shm_t *shm, MPI_Comm node_comm)
 {
-    int mine = shm->spin_limit == SPIN_DEDICATED && shm_membarrier_ready(), all = 0;
+    int mine = shm->spin_limit == SPIN_DEDICATED && gcoll_membarrier_ready(GCOLL_MEMBARRIER_GLOBAL);
+    int all = 0;
     if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, node_comm) != MPI_SUCCESS) return 0;
     return all;
 }
