@@ -1275,13 +1275,14 @@ static void single_copy_bcast(size_t bytes, int root, int on, unsigned seed)
 }
 
 /* shm_cma's forms: sizes of one element (fewer than the ranks), a prime,
- * and blocks past one phase's 4 MiB, not divisible by the ranks. */
+ * and a result past 16 MiB (GCOLL_SHM_NT_MIN: the own block is streamed
+ * into it) in blocks past one phase's 4 MiB, not divisible by the ranks. */
 static void single_copy_forms(int on, unsigned *seed)
 {
     static const size_t elems[] = { 1, 4099 };
     for (size_t c = 0; c <= NELEMS(elems); c++)
         for (int ip = 0; ip < 2; ip++)
-            single_copy_allgather(c < NELEMS(elems) ? elems[c] : (1u << 20) * (size_t)size + 5, ip,
+            single_copy_allgather(c < NELEMS(elems) ? elems[c] : (4u << 20) + 5, ip,
                                   on, (*seed)++);
     static const size_t bytes[] = { 1, 4099, (4u << 20) + 3 };
     for (size_t c = 0; c < NELEMS(bytes); c++)
