@@ -194,7 +194,7 @@ static void sim_costs(tuner_t *t, gcoll_sim_cost_t *c, char *how, size_t len)
 {
     const int *node_of = t->comm->node_of;
     int intra = -1, inter = -1;
-    size_t big = t->calib.cap < (1u << 20) ? t->calib.cap : 1u << 20;   /* ping-pong and loop size */
+    size_t big = t->calib.send_cap < (1u << 20) ? t->calib.send_cap : 1u << 20;   /* ping-pong and loop size */
     for (int r = 1; r < t->size; r++) {
         if (intra < 0 && node_of[r] == node_of[0]) intra = r;
         if (inter < 0 && node_of[r] != node_of[0]) inter = r;
@@ -352,7 +352,7 @@ static int tune(tuner_t *t)
             t->total += w[nw++]->nsizes;
         }
     size_t cap = (t->o.max / sizeof(float) + 1) * sizeof(float) * (size_t)t->size;  /* allgather */
-    if (gcoll_calib_init(&t->calib, t->comm, cap, &gcoll_calib_timing_tune) != GCOLL_SUCCESS) {
+    if (gcoll_calib_init(&t->calib, t->comm, cap, cap, &gcoll_calib_timing_tune) != GCOLL_SUCCESS) {
         fprintf(stderr, "gcoll_tune: -m max %zu: %s\n", t->o.max, gcoll_last_error());
         return 1;
     }

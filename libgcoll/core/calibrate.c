@@ -50,32 +50,31 @@ const gcoll_calib_timing_t gcoll_calib_timing_quick = {
     .prune1 = 2.0, .prune2 = 1.25,
 };
 
-gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
-                                const gcoll_calib_timing_t *timing)
+gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t send_cap,
+                                size_t recv_cap, const gcoll_calib_timing_t *timing)
 {
     memset(c, 0, sizeof(*c));
     c->comm   = comm;
     c->timing = *timing;
     c->shm_stream = comm->cfg.shm_stream;
-    size_t elems = cap / sizeof(float) + 1;
-    c->cap  = elems * sizeof(float);
+    size_t send_elems = send_cap / sizeof(float) + 1, recv_elems = recv_cap / sizeof(float) + 1;
+    c->send_cap = send_elems * sizeof(float);
+    c->recv_cap = recv_elems * sizeof(float);
     /* Page aligned, as the benchmarks' buffers and a framework's large
      * tensors are, not 16 bytes into a page as malloc puts a large block:
      * the candidates are timed on the buffers the calls they choose for
      * will most often have.  (Suspected, and not, the cause of the 16 MiB
      * picks that the launches contradicted: that was the candidates'
      * fixed order, base/shuffle.h.) */
-    if (gcoll_posix_memalign((void **)&c->send, 4096, c->cap) != 0) c->send = NULL;
-    if (gcoll_posix_memalign((void **)&c->recv, 4096, c->cap) != 0) c->recv = NULL;
+    if (gcoll_posix_memalign((void **)&c->send, 4096, c->send_cap) != 0) c->send = NULL;
+    if (gcoll_posix_memalign((void **)&c->recv, 4096, c->recv_cap) != 0) c->recv = NULL;
     if (!c->send || !c->recv) {
         gcoll_calib_fini(c);
-        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate 2 x %zu bytes to measure "
-                           "collectives in", elems * sizeof(float));
+        return GCOLL_ERROR(GCOLL_ERR_NO_MEMORY, "cannot allocate %zu + %zu bytes to measure "
+                           "collectives in", send_elems * sizeof(float), recv_elems * sizeof(float));
     }
-    for (size_t i = 0; i < elems; i++) {
-        c->send[i] = (float)((i + (size_t)comm->rank) % 7);
-        c->recv[i] = 0.0f;
-    }
+    for (size_t i = 0; i < send_elems; i++) c->send[i] = (float)((i + (size_t)comm->rank) % 7);
+    memset(c->recv, 0, c->recv_cap);
     return GCOLL_SUCCESS;
 }
 

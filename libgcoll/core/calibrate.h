@@ -95,7 +95,7 @@ void gcoll_calib_noise(const gcoll_calib_sweep_t *w, double *median, double *wor
 typedef struct {
     gcoll_comm_t         comm;
     float               *send, *recv;
-    size_t               cap;          /* bytes of each */
+    size_t               send_cap, recv_cap;   /* bytes of each */
     gcoll_calib_timing_t timing;
     int                  timed;        /* blocks timed so far (all sizes, all algorithms) */
     int                  via_mpi;      /* the candidate being timed is the MPI's collective */
@@ -103,13 +103,13 @@ typedef struct {
                                         * put back after each measurement */
 } gcoll_calib_t;
 
-/* Send and receive buffers of cap bytes each (allreduce, bcast, reduce up
- * to cap bytes; allgather, reduce_scatter, alltoall up to cap / ranks),
- * every page written: an untouched calloc reads as the kernel's zero page,
- * always in L1, which made large calls look up to 1.5x faster than on real
- * data. */
-gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t cap,
-                                const gcoll_calib_timing_t *timing);
+/* Send and receive buffers of send_cap and recv_cap bytes (allreduce,
+ * bcast, reduce up to the smaller; allgather up to recv_cap / ranks per
+ * rank, reduce_scatter and alltoall up to the smaller / ranks), every page
+ * written: an untouched calloc reads as the kernel's zero page, always in
+ * L1, which made large calls look up to 1.5x faster than on real data. */
+gcoll_status_t gcoll_calib_init(gcoll_calib_t *c, gcoll_comm_t comm, size_t send_cap,
+                                size_t recv_cap, const gcoll_calib_timing_t *timing);
 void gcoll_calib_fini(gcoll_calib_t *c);
 
 /* Sizes min, min*step, ... up to max (barrier: one "size", 0), and every

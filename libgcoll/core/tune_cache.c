@@ -46,8 +46,9 @@
  * 8: 5 ms blocks, no two-level candidates on one node, no write way for a
  * candidate that does not touch the segment; 9: rows name their close rivals (try=);
  * 10: allgather's and bcast's single copy (shm_cma) among the candidates, bcast
- * measured up to 16 MiB */
-#define CALIB_FORMAT 10
+ * measured up to 16 MiB; 11: allgather up to the block whose results fill
+ * AG_NODE_BYTES on the node */
+#define CALIB_FORMAT 11
 
 /* What is measured: allreduce (the collective that matters most to the
  * applications we serve) at ten sizes from 8 B to 16 MiB, 8x apart while
@@ -55,8 +56,9 @@
  * neighbouring winners differ; its libgcoll algorithms and the
  * application's MPI_Allreduce, whose wins become mpi rows for the drop-in.
  * Then allgather, the same sizes per rank while the gathered result fits
- * MAX_BYTES, and the block that fills it (the largest one's winner takes
- * every size above; calib_plan_sizes): whether the
+ * MAX_BYTES, the block that fills it, and the one whose results fill
+ * AG_NODE_BYTES on the node (the largest one's winner takes every size
+ * above; calib_plan_sizes): whether the
  * node's segment (two copies) or a transport's single copy (UCX over CMA)
  * moves a block faster differs between machines by 1.4-1.8x either way
  * (docs/TUNING.md).  Then bcast from BCAST_MIN, for the same reason: on an
@@ -76,18 +78,36 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
                                       1u << 20, 4u << 20, 16u << 20 };
 #define NCOLLS     (sizeof(calib_colls) / sizeof(calib_colls[0]))
 #define NSIZES     ((int)(sizeof(calib_sizes) / sizeof(calib_sizes[0])))
-#define MAX_BYTES  (16u << 20)   /* buffers: allreduce's largest size, allgather's result */
+#define MAX_BYTES  (16u << 20)   /* allreduce's and bcast's largest size */
+/* Allgather's largest result: at least MAX_BYTES, and large enough that the
+ * node's results (P of them) take AG_NODE_BYTES, past any cache.  Where they
+ * fit the caches the copies through them win; past them the segment's
+ * streamed ones do, and the winner at a cache-sized result was a poor
+ * guide above it: Intel Xeon guest, 2 ranks, 2026-12-07, blocks of 8 MiB
+ * (16 MiB results) shm_cma 1.46-1.63 ms, ring 1.49-1.51, shm 1.96-2.06;
+ * of 32 MiB (the peer report's largest) shm 8.0-8.8, shm_cma 8.3-9.9,
+ * rdouble (that entry's winner from 8 MiB) 10.8-12.0. */
+#define AG_NODE_BYTES (128u << 20)
 #define BCAST_MIN  (16u << 10)   /* bcast's smallest size measured, where its rows start */
 #define BCAST_MAX  (16u << 20)   /* ... and its largest */
 
-/* The sizes coll measures on P ranks, into sizes[NSIZES + 1]: calib_sizes,
+/* The sizes coll measures on P ranks, into sizes[NSIZES + 2]: calib_sizes,
  * for bcast from BCAST_MIN to BCAST_MAX, for allgather those whose result
- * fits MAX_BYTES and then the block that fills it.  The largest size's
- * winner takes every size above, and a block 4x below the buffers' limit
- * was a poor guide: on the Zen 4 guest's busy
- * state (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
+ * fits MAX_BYTES, the block that fills it, and the block whose result
+ * fills ag_result_max(P) (one more size, not every calib_sizes one up to
+ * it: 16 MiB blocks at 2 ranks would cost 3-4 ms a call, and the two
+ * winners' crossover is found by gcoll_calib_refine).  The largest
+ * size's winner takes every size above, and a block 4x below the
+ * buffers' limit was a poor guide: on the Zen 4 guest's busy state
+ * (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
  * 667 us), rdouble won that size by the noise and took 8-32 MiB blocks,
  * where shm is 1.75x faster (8 MiB: 1369 against 2404 us). */
+static size_t ag_result_max(int P)
+{
+    size_t node = AG_NODE_BYTES / (size_t)P;
+    return node > MAX_BYTES ? node : MAX_BYTES;
+}
+
 static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
 {
     int n = 0;
@@ -97,8 +117,11 @@ static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
         if (coll == GCOLL_COLL_BCAST && (b < BCAST_MIN || b > BCAST_MAX)) continue;
         sizes[n++] = b;
     }
-    size_t top = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
-    if (coll == GCOLL_COLL_ALLGATHER && n && top > sizes[n - 1]) sizes[n++] = top;
+    if (coll != GCOLL_COLL_ALLGATHER || !n) return n;
+    size_t fill = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
+    size_t top = ag_result_max(P) / (size_t)P / sizeof(float) * sizeof(float);
+    if (fill > sizes[n - 1]) sizes[n++] = fill;
+    if (top > sizes[n - 1]) sizes[n++] = top;
     return n;
 }
 #define MAX_REFINE 4
@@ -440,7 +463,9 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
                               gcoll_calib_sweep_t **w, int *blocks, int *disturbed)
 {
     gcoll_calib_t k;
-    gcoll_status_t st = gcoll_calib_init(&k, c, MAX_BYTES, &gcoll_calib_timing_quick);
+    size_t ag_max = ag_result_max(c->size), ag_block = ag_max / (size_t)c->size;
+    gcoll_status_t st = gcoll_calib_init(&k, c, ag_block > MAX_BYTES ? ag_block : MAX_BYTES,
+                                         ag_max, &gcoll_calib_timing_quick);
     int bad = st != GCOLL_SUCCESS, any = 0;
     if (MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, c->mpi_comm) != MPI_SUCCESS) {
         if (!bad) gcoll_calib_fini(&k);
@@ -453,7 +478,7 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
                                                            "its buffers to measure in");
     }
     for (size_t i = 0; i < NCOLLS && st == GCOLL_SUCCESS; i++) {
-        size_t sizes[NSIZES + 1];
+        size_t sizes[NSIZES + 2];
         gcoll_calib_plan_sizes(w[i], calib_colls[i], sizes,
                                calib_plan_sizes(calib_colls[i], c->size, sizes));
         gcoll_calib_add_mpi(w[i]);
