@@ -150,7 +150,10 @@ static void cache_view(cache_view_t *v)
     world_shape(&v->shape, &v->rank);
     gcoll_tune_cache_key(v->key, sizeof v->key, &v->shape);
     if (gcoll_tune_cache_dir(&cfg, v->dir, sizeof v->dir, &v->off) != 0) return;
-    gcoll_tune_cache_path(v->path, sizeof v->path, v->dir, &v->shape, v->key);
+    if (gcoll_tune_cache_path(v->path, sizeof v->path, v->dir, &v->shape, v->key) != 0) {
+        v->off = "its directory's path is too long";
+        return;
+    }
     v->state = gcoll_tune_cache_read(v->path, v->key, &v->text, v->why, sizeof v->why);
 }
 

@@ -267,11 +267,14 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-void gcoll_tune_cache_path(char *buf, size_t len, const char *dir,
-                           const gcoll_tune_cache_shape_t *s, const char *key)
+int gcoll_tune_cache_path(char *buf, size_t len, const char *dir,
+                          const gcoll_tune_cache_shape_t *s, const char *key)
 {
-    snprintf(buf, len, "%s/%dr-%dx%d-%s-%016llx.tbl", dir, s->ranks, s->nodes, s->ppn,
-             s->transport, (unsigned long long)hash(key));
+    int n = snprintf(buf, len, "%s/%dr-%dx%d-%s-%016llx.tbl", dir, s->ranks, s->nodes, s->ppn,
+                     s->transport, (unsigned long long)hash(key));
+    if (n >= 0 && (size_t)n < len) return 0;
+    if (len) buf[0] = '\0';
+    return -1;
 }
 
 /* ---- reading --------------------------------------------------------------------- */
@@ -537,7 +540,11 @@ static void plan_rank0(const gcoll_config_t *cfg, const gcoll_tune_cache_shape_t
         gcoll_info("calibration cache: none (%s)", off);
         return;
     }
-    gcoll_tune_cache_path(p->path, sizeof p->path, dir, s, key);
+    if (gcoll_tune_cache_path(p->path, sizeof p->path, dir, s, key) != 0) {
+        gcoll_warn("calibration cache directory %s: its path is too long for an entry's file; "
+                   "not measuring", dir);
+        return;
+    }
     gcoll_tune_cache_state_t state = gcoll_tune_cache_read(p->path, key, text, why, sizeof why);
     if (state == GCOLL_TUNE_CACHE_FOUND) {
         p->action = DO_USE;

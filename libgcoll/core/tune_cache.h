@@ -45,9 +45,10 @@ void gcoll_tune_cache_key(char *buf, size_t len, const gcoll_tune_cache_shape_t 
  * or neither XDG_CACHE_HOME nor HOME is set (why says which). */
 int gcoll_tune_cache_dir(const gcoll_config_t *cfg, char *dir, size_t len, const char **why);
 
-/* The entry's file for a key: DIR/<ranks>r-<nodes>x<ppn>-<transport>-<hash>.tbl. */
-void gcoll_tune_cache_path(char *buf, size_t len, const char *dir,
-                           const gcoll_tune_cache_shape_t *shape, const char *key);
+/* The entry's file for a key: DIR/<ranks>r-<nodes>x<ppn>-<transport>-<hash>.tbl.
+ * Returns -1 (buf "") where that does not fit len bytes. */
+int gcoll_tune_cache_path(char *buf, size_t len, const char *dir,
+                          const gcoll_tune_cache_shape_t *shape, const char *key);
 
 typedef enum {
     GCOLL_TUNE_CACHE_MISSING = 0,    /* no file */
