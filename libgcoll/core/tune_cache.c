@@ -47,7 +47,8 @@
  * candidate that does not touch the segment; 9: rows name their close rivals (try=);
  * 10: allgather's and bcast's single copy (shm_cma) among the candidates, bcast
  * measured up to 16 MiB; 11: allgather up to the block whose results fill
- * AG_NODE_BYTES on the node */
+ * AG_NODE_BYTES on the node, bcast up to the size whose copies fill it (at
+ * most BCAST_TOP) */
 #define CALIB_FORMAT 11
 
 /* What is measured: allreduce (the collective that matters most to the
@@ -89,10 +90,16 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
  * rdouble (that entry's winner from 8 MiB) 10.8-12.0. */
 #define AG_NODE_BYTES (128u << 20)
 #define BCAST_MIN  (16u << 10)   /* bcast's smallest size measured, where its rows start */
-#define BCAST_MAX  (16u << 20)   /* ... and its largest */
+#define BCAST_MAX  (16u << 20)   /* ... and its largest of calib_sizes */
+/* ... then one past the caches, as for allgather (ag_result_max), at most
+ * this: 3 ranks on 2 cores (Intel Xeon guest, 2026-12-07), the 16 MiB
+ * winner scatter_allgather (level with shm there: 2.2-3.2 against 2.5-2.7 ms)
+ * took 32 MiB in 8.2-9.1 ms, shm's 5.1-5.6. */
+#define BCAST_TOP  (32u << 20)
 
 /* The sizes coll measures on P ranks, into sizes[NSIZES + 2]: calib_sizes,
- * for bcast from BCAST_MIN to BCAST_MAX, for allgather those whose result
+ * for bcast from BCAST_MIN to BCAST_MAX and the size whose copies fill
+ * ag_result_max(P) on the node (at most BCAST_TOP), for allgather those whose result
  * fits MAX_BYTES, the block that fills it, and the block whose result
  * fills ag_result_max(P) (one more size, not every calib_sizes one up to
  * it: 16 MiB blocks at 2 ranks would cost 3-4 ms a call, and the two
@@ -116,6 +123,11 @@ static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
         if (coll == GCOLL_COLL_ALLGATHER && b * (size_t)P > MAX_BYTES) continue;
         if (coll == GCOLL_COLL_BCAST && (b < BCAST_MIN || b > BCAST_MAX)) continue;
         sizes[n++] = b;
+    }
+    if (coll == GCOLL_COLL_BCAST && n) {
+        size_t top = ag_result_max(P) < BCAST_TOP ? ag_result_max(P) : BCAST_TOP;
+        top = top / sizeof(float) * sizeof(float);
+        if (top > sizes[n - 1]) sizes[n++] = top;
     }
     if (coll != GCOLL_COLL_ALLGATHER || !n) return n;
     size_t fill = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
