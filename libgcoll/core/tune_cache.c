@@ -99,9 +99,9 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
 
 /* The sizes coll measures on P ranks, into sizes[NSIZES + 2]: calib_sizes,
  * for bcast from BCAST_MIN to BCAST_MAX and the size whose copies fill
- * ag_result_max(P) on the node (at most BCAST_TOP), for allgather those whose result
+ * ag_result_max(P, nodes) on the node (at most BCAST_TOP), for allgather those whose result
  * fits MAX_BYTES, the block that fills it, and the block whose result
- * fills ag_result_max(P) (one more size, not every calib_sizes one up to
+ * fills ag_result_max(P, nodes) (one more size, not every calib_sizes one up to
  * it: 16 MiB blocks at 2 ranks would cost 3-4 ms a call, and the two
  * winners' crossover is found by gcoll_calib_refine).  The largest
  * size's winner takes every size above, and a block 4x below the
@@ -109,13 +109,16 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
  * (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
  * 667 us), rdouble won that size by the noise and took 8-32 MiB blocks,
  * where shm is 1.75x faster (8 MiB: 1369 against 2404 us). */
-static size_t ag_result_max(int P)
+static size_t ag_result_max(int P, int nodes)
 {
     size_t node = AG_NODE_BYTES / (size_t)P;
-    return node > MAX_BYTES ? node : MAX_BYTES;
+    return nodes == 1 && node > MAX_BYTES ? node : MAX_BYTES;
 }
 
-static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
+/* On several nodes (nodes > 1) no size past the caches: the network bounds
+ * those calls there, not the node's copies, and at 4 ranks as 2 simulated
+ * nodes on 2 cores they made the calibration 10.5 s long (8.0-8.7 without). */
+static int calib_plan_sizes(gcoll_coll_t coll, int P, int nodes, size_t *sizes)
 {
     int n = 0;
     for (int i = 0; i < NSIZES; i++) {
@@ -125,13 +128,13 @@ static int calib_plan_sizes(gcoll_coll_t coll, int P, size_t *sizes)
         sizes[n++] = b;
     }
     if (coll == GCOLL_COLL_BCAST && n) {
-        size_t top = ag_result_max(P) < BCAST_TOP ? ag_result_max(P) : BCAST_TOP;
+        size_t top = ag_result_max(P, nodes) < BCAST_TOP ? ag_result_max(P, nodes) : BCAST_TOP;
         top = top / sizeof(float) * sizeof(float);
         if (top > sizes[n - 1]) sizes[n++] = top;
     }
     if (coll != GCOLL_COLL_ALLGATHER || !n) return n;
     size_t fill = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
-    size_t top = ag_result_max(P) / (size_t)P / sizeof(float) * sizeof(float);
+    size_t top = ag_result_max(P, nodes) / (size_t)P / sizeof(float) * sizeof(float);
     if (fill > sizes[n - 1]) sizes[n++] = fill;
     if (top > sizes[n - 1]) sizes[n++] = top;
     return n;
@@ -478,7 +481,7 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
                               gcoll_calib_sweep_t **w, int *blocks, int *disturbed)
 {
     gcoll_calib_t k;
-    size_t ag_max = ag_result_max(c->size), ag_block = ag_max / (size_t)c->size;
+    size_t ag_max = ag_result_max(c->size, s->nodes), ag_block = ag_max / (size_t)c->size;
     gcoll_status_t st = gcoll_calib_init(&k, c, ag_block > MAX_BYTES ? ag_block : MAX_BYTES,
                                          ag_max, &gcoll_calib_timing_quick);
     int bad = st != GCOLL_SUCCESS, any = 0;
@@ -495,7 +498,7 @@ static gcoll_status_t measure(gcoll_comm_t c, const gcoll_tune_cache_shape_t *s,
     for (size_t i = 0; i < NCOLLS && st == GCOLL_SUCCESS; i++) {
         size_t sizes[NSIZES + 2];
         gcoll_calib_plan_sizes(w[i], calib_colls[i], sizes,
-                               calib_plan_sizes(calib_colls[i], c->size, sizes));
+                               calib_plan_sizes(calib_colls[i], c->size, s->nodes, sizes));
         gcoll_calib_add_mpi(w[i]);
         if (unplaced(s)) {
             w[i]->rival_within = UNPLACED_RIVALS;
