@@ -109,15 +109,15 @@ static const size_t calib_sizes[] = { 8, 64, 512, 4u << 10, 16u << 10, 64u << 10
  * (2 ranks) shm and rdouble were level at 4 MiB blocks (703 against
  * 667 us), rdouble won that size by the noise and took 8-32 MiB blocks,
  * where shm is 1.75x faster (8 MiB: 1369 against 2404 us). */
+/* On several nodes (nodes > 1) no size past the caches: the network bounds
+ * those calls there, not the node's copies, and at 4 ranks as 2 simulated
+ * nodes on 2 cores they made the calibration 10.5 s long (8.0-8.7 without). */
 static size_t ag_result_max(int P, int nodes)
 {
     size_t node = AG_NODE_BYTES / (size_t)P;
     return nodes == 1 && node > MAX_BYTES ? node : MAX_BYTES;
 }
 
-/* On several nodes (nodes > 1) no size past the caches: the network bounds
- * those calls there, not the node's copies, and at 4 ranks as 2 simulated
- * nodes on 2 cores they made the calibration 10.5 s long (8.0-8.7 without). */
 static int calib_plan_sizes(gcoll_coll_t coll, int P, int nodes, size_t *sizes)
 {
     int n = 0;
@@ -127,14 +127,15 @@ static int calib_plan_sizes(gcoll_coll_t coll, int P, int nodes, size_t *sizes)
         if (coll == GCOLL_COLL_BCAST && (b < BCAST_MIN || b > BCAST_MAX)) continue;
         sizes[n++] = b;
     }
-    if (coll == GCOLL_COLL_BCAST && n) {
-        size_t top = ag_result_max(P, nodes) < BCAST_TOP ? ag_result_max(P, nodes) : BCAST_TOP;
-        top = top / sizeof(float) * sizeof(float);
+    if (!n) return n;
+    size_t node_max = ag_result_max(P, nodes);
+    if (coll == GCOLL_COLL_BCAST) {
+        size_t top = (node_max < BCAST_TOP ? node_max : BCAST_TOP) / sizeof(float) * sizeof(float);
         if (top > sizes[n - 1]) sizes[n++] = top;
     }
-    if (coll != GCOLL_COLL_ALLGATHER || !n) return n;
+    if (coll != GCOLL_COLL_ALLGATHER) return n;
     size_t fill = MAX_BYTES / (size_t)P / sizeof(float) * sizeof(float);
-    size_t top = ag_result_max(P, nodes) / (size_t)P / sizeof(float) * sizeof(float);
+    size_t top = node_max / (size_t)P / sizeof(float) * sizeof(float);
     if (fill > sizes[n - 1]) sizes[n++] = fill;
     if (top > sizes[n - 1]) sizes[n++] = top;
     return n;
